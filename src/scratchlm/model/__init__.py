@@ -1,0 +1,3 @@
+from .gpt import GPT
+
+__all__ = ["GPT"]

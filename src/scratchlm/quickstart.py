@@ -1,0 +1,43 @@
+"""`scratchlm quickstart`: build the built-in corpus and run every stage with a preset sized for 2 CPU cores."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .config import load_config
+from .config_template import render_config
+from .data.builtin import build_builtin_corpus
+
+CODE_CHARS = 4_000_000  # the stdlib is ~30 MB; a 4 MB sample keeps the quickstart within its 10-minute budget
+PRESET = {
+    "run": {"workdir": "."},
+    "data": {"min_chars": 200, "val_fraction": 0.1, "val_max_docs": 60},
+    "tokenizer": {"vocab_size": 4096, "sample_chars": 5_000_000},
+    "model": {"n_layer": 4, "d_model": 192, "n_head": 6, "seq_len": 256},
+    "train": {"max_steps": 600, "batch_size": 16, "learning_rate": 3e-3, "warmup_steps": 50,
+              "checkpoint_every": 200, "eval_every": 200, "log_every": 10, "weight_decay": 0.1},
+    "eval": {"max_batches": 8, "max_new_tokens": 48},
+}
+
+
+def prepare_quickstart(workdir: Path, max_steps: int | None = None) -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    corpus = workdir / "corpus"
+    if not (corpus / "code.jsonl").exists():
+        build_builtin_corpus(corpus, code_max_chars=CODE_CHARS)
+    sources = [{"name": d, "domain": d, "path": f"corpus/{d}.jsonl", "format": "jsonl", "weight": w}
+               for d, w in (("code", 1.0), ("docs", 0.5), ("web", 0.5))]
+    preset = {k: dict(v) for k, v in PRESET.items()}
+    if max_steps:
+        preset["train"]["max_steps"] = max_steps
+        preset["train"]["checkpoint_every"] = preset["train"]["eval_every"] = max(1, max_steps // 2)
+    path = workdir / "scratchlm.toml"
+    text = render_config(sources, preset)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_quickstart(workdir: Path, max_steps: int | None = None) -> dict:
+    from .stages import run_all
+
+    return run_all(load_config(prepare_quickstart(workdir, max_steps)))

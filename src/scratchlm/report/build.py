@@ -1,0 +1,97 @@
+"""The run report: one Markdown file to read, one JSON file for tools, and plots of the curves."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..ids import read_json, write_json
+
+
+def _metrics(train_dir: Path) -> list[dict]:
+    path = train_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def plot_curves(rows: list[dict], out: Path) -> Path | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train = [r for r in rows if "loss" in r]
+    evals = [r for r in rows if "eval" in r]
+    if not train:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    ax.plot([r["step"] for r in train], [r["loss"] for r in train], label="train loss", color="0.6", lw=1)
+    for domain in sorted({d for r in evals for d in r["eval"]}):
+        pts = [(r["step"], r["eval"][domain]["loss"]) for r in evals if domain in r["eval"]]
+        ax.plot(*zip(*pts), marker="o", label=f"val loss: {domain}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (nats/token)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = out / "loss_curves.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    def fmt(v):
+        return f"{v:.4f}" if isinstance(v, float) else ("" if v is None else str(v))
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out: Path) -> dict:
+    data = read_json(dirs["data"] / "stats.json")
+    shards = read_json(dirs["shards"] / "shards.json")
+    train_summary = read_json(dirs["train"] / "summary.json")
+    evaluation = read_json(dirs["eval"] / "eval.json")
+    rows = _metrics(dirs["train"])
+    plot = plot_curves(rows, out)
+
+    md = ["# scratchlm run report", ""]
+    md += ["Artifacts (content-derived IDs): " + ", ".join(f"{k} `{v}`" for k, v in ids.items()), ""]
+    md += ["## Data", ""]
+    md.append(_table(["source", "domain", "docs in", "docs kept", "chars kept", "dropped (rule: docs)",
+                      "train tokens", "weight"],
+                     [[name, s["domain"], s["docs_in"], s["docs_kept"], s["chars_kept"],
+                       ", ".join(f"{r}: {n}" for r, n in sorted(s["dropped"].items())) or "-",
+                       shards["train"].get(name, {}).get("tokens"), shards["train"].get(name, {}).get("weight")]
+                      for name, s in data["sources"].items()]))
+    md += ["", "Validation split, drawn per domain from the cleaned corpus before training:", ""]
+    md.append(_table(["domain", "clean docs", "held out", "val tokens", "note"],
+                     [[d, p["clean_docs"], p["held_out"], shards["val"].get(d, {}).get("tokens"), p["note"]]
+                      for d, p in data["validation_plan"].items()]))
+    md += ["", "## Training", ""]
+    md.append(f"{train_summary['n_params']:,} parameters ({train_summary['n_params_non_embedding']:,} without "
+              f"embeddings), {train_summary['steps']} steps, {train_summary['tokens']:,} tokens, on "
+              f"{train_summary['device']} in {train_summary['precision']}.")
+    last = [r for r in rows if "tokens_per_s" in r]
+    if last:
+        md.append(f"Throughput at the end: {last[-1]['tokens_per_s']:,.0f} tokens/s.")
+    md.append("Epochs per source: " + ", ".join(f"{k} {v:.2f}" for k, v in train_summary["epochs_per_source"].items()))
+    if plot:
+        md += ["", f"![loss curves]({plot.name})"]
+    md += ["", "## Evaluation", "", f"Checkpoint `{evaluation['checkpoint']}` (step {evaluation['step']}).", ""]
+    md.append(_table(["domain", "val loss", "unigram baseline", "bits/byte", "top-1", "top-10", "tokens"],
+                     [[d, r["loss"], r["unigram_loss"], r["bpb"], r["top1"], r["top10"], r["tokens"]]
+                      for d, r in evaluation["domains"].items()]))
+    md += ["", f"Mean validation loss {evaluation['val_loss']:.4f} nats/token against the unigram baseline "
+               f"{evaluation['unigram_loss']:.4f}.", "", "## Samples", ""]
+    for s in evaluation["samples"]:
+        md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
+    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation}
+    write_json(out / "report.json", report)
+    for name in ("report.md", "report.json") + ((plot.name,) if plot else ()):
+        (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run
+    return {"report": str(workdir / "report.md"), "val_loss": evaluation["val_loss"],
+            "unigram_loss": evaluation["unigram_loss"]}

@@ -1,0 +1,56 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from scratchlm.data.builtin import build_builtin_corpus
+
+os.environ.setdefault("SCRATCHLM_PROGRESS", "0")
+
+MICRO = """
+[run]
+workdir = "run"
+[data]
+min_chars = 100
+val_fraction = 0.1
+val_max_docs = 8
+[tokenizer]
+vocab_size = 512
+sample_chars = 400000
+[model]
+n_layer = 2
+d_model = 64
+n_head = 4
+seq_len = 64
+[train]
+max_steps = {steps}
+batch_size = 16
+learning_rate = 0.005
+warmup_steps = 5
+checkpoint_every = {ckpt}
+eval_every = {ckpt}
+log_every = 5
+threads = 2
+[eval]
+max_batches = 2
+max_new_tokens = 8
+"""
+
+
+@pytest.fixture(scope="session")
+def builtin_corpus(tmp_path_factory) -> dict[str, Path]:
+    return build_builtin_corpus(tmp_path_factory.mktemp("corpus"), code_max_chars=300_000)
+
+
+def write_micro_config(directory: Path, corpus: dict[str, Path], steps: int = 80, ckpt: int = 40,
+                       extra: str = "") -> Path:
+    sources = "".join(
+        f'\n[[data.sources]]\nname = "{d}"\ndomain = "{d}"\npath = "{p}"\n' for d, p in corpus.items())
+    path = directory / "scratchlm.toml"
+    path.write_text(MICRO.format(steps=steps, ckpt=ckpt) + extra + sources)
+    return path
+
+
+@pytest.fixture(scope="session")
+def micro_config():
+    return write_micro_config
