@@ -6,6 +6,7 @@ numbers do not each become their own token.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -38,7 +39,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, len
     tok = new_tokenizer()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=sys.stderr.isatty())
     counted = _count_nonempty(texts)
     tok.train_from_iterator(counted, trainer=trainer, length=length)
     if counted.n == 0:
