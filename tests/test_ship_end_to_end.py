@@ -1,6 +1,7 @@
 """A micro model trained in the test goes through the whole ship path: full evaluation (HumanEval included,
 even at 0), a rating sheet scored through stdin, the refusal to fine-tune an unevaluated base, SFT, chat,
 export to transformers with matching logits. Bad input (a foreign tokenizer) is refused."""
+import io
 import json
 import subprocess
 import sys
@@ -49,12 +50,16 @@ def run(builtin_corpus, micro_config, tmp_path_factory):
     return cfg
 
 
-def cli(*args, stdin: str | None = None):
-    return subprocess.run([sys.executable, "-m", "scratchlm", *map(str, args)], capture_output=True, text=True,
-                          input=stdin, timeout=240)
+def cli(monkeypatch, capsys, *args, stdin: str = ""):
+    """The CLI in-process (a subprocess per call would re-import torch each time), stdin piped like a terminal."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, out.out, out.err)
 
 
-def test_evaluate_rate_finetune_chat_export(run, tmp_path):
+def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     cfg = run
     ckpts = list_checkpoints(plan_artifacts(cfg)["train"].dir / "checkpoints")
     base, unevaluated = ckpts[-1], ckpts[0]
@@ -65,25 +70,28 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path):
     assert result["humaneval"]["pass@10"] is None  # 2 samples cannot estimate pass@10
     assert result["tasks"]["mc"]["items"] == 1 and result["diversity"]["generations"] > 0
 
-    r = cli("eval", "human", "-c", cfg.path, "--checkpoint", base, "--n", 2)
+    r = cli(monkeypatch, capsys, "eval", "human", "-c", cfg.path, "--checkpoint", base, "--n", 2)
     assert r.returncode == 0, r.stderr
     sheet = next(evals_dir(base).glob("human-*.json"))
-    r = cli("eval", "rate", sheet, stdin="5\n4\n3\n2\n1\n2\n3\n4\n")
+    r = cli(monkeypatch, capsys, "eval", "rate", sheet, stdin="5\n4\n3\n2\n1\n2\n3\n4\n")
     assert r.returncode == 0, r.stderr
     report = (evals_dir(base) / "report.md").read_text()
     assert "Human ratings" in report and "fluent 3.0000 (2/2)" in report and "HumanEval" in report
+    assert main(["report", "-c", str(cfg.path), "--force"]) == 0
+    assert "Human ratings" in (cfg.workdir / "report.md").read_text()
 
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"prompt": f"add {i} and {i}", "response": f"{2 * i}"}) + "\n"
                              for i in range(12)))
-    r = cli("sft", "-c", cfg.path, "--data", pairs, "--checkpoint", unevaluated)
+    r = cli(monkeypatch, capsys, "sft", "-c", cfg.path, "--data", pairs, "--checkpoint", unevaluated)
     assert r.returncode == 2 and "has no evaluation" in r.stderr
     assert main(["sft", "-c", str(cfg.path), "--data", str(pairs), "--checkpoint", str(base)]) == 0
     summary = read_json(next((cfg.workdir / "sft").glob("*/summary.json")))
     assert summary["leak_check"]["verdict"] in ("ok", "warning") and summary["base_evaluated"]
     tuned = summary["checkpoint"]
 
-    r = cli("chat", "--checkpoint", tuned, "--max-new-tokens", 5, "--seed", 0, stdin="add 3 and 3\n\n")
+    r = cli(monkeypatch, capsys, "chat", "--checkpoint", tuned, "--max-new-tokens", 5, "--seed", 0,
+            stdin="add 3 and 3\n\n")
     assert r.returncode == 0 and "model> " in r.stdout, r.stderr
 
     transformers = pytest.importorskip("transformers")
@@ -95,7 +103,7 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path):
         assert (model(ids)[0] - hf(ids).logits).abs().max().item() < 1e-4
 
 
-def test_checkpoint_with_another_tokenizer_is_refused(run, tmp_path):
+def test_checkpoint_with_another_tokenizer_is_refused(run, tmp_path, monkeypatch, capsys):
     foreign = make_checkpoint(tmp_path / "foreign")
-    r = cli("eval", "-c", run.path, "--checkpoint", foreign)
+    r = cli(monkeypatch, capsys, "eval", "-c", run.path, "--checkpoint", foreign)
     assert r.returncode == 2 and "different tokenizer" in r.stderr and "Traceback" not in r.stderr
