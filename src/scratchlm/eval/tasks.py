@@ -8,29 +8,20 @@ completion: {"prompt": "...", "answer": "..."}
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from ..config import Config, TaskConfig
 from ..errors import UserError
+from ..userjsonl import numbered_json_lines
 from ..tokenizer.bpe import BOS
 from .complete import complete_text
 
 
 def read_task(path: Path, kind: str) -> list[dict]:
-    if not path.is_file():
-        raise UserError(f"task file {path} not found")
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path} line {n}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{where}: invalid JSON ({e.msg})") from None
+    for where, item in numbered_json_lines(path, "task file"):
         if not isinstance(item, dict) or not isinstance(item.get("prompt"), str):
             raise UserError(f"{where}: needs a string `prompt`")
         if kind == "multiple_choice":

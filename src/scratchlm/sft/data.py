@@ -6,12 +6,12 @@ then user and assistant alternating, ending with the assistant.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from ..errors import UserError
+from ..userjsonl import numbered_json_lines
 from .template import ROLES, chat_ids
 
 
@@ -44,18 +44,7 @@ def _messages(item, where: str) -> list[dict]:
 
 
 def read_conversations(path: Path) -> list[list[dict]]:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"SFT data file {path} not found")
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path} line {n}: invalid JSON ({e.msg})") from None
-        out.append(_messages(item, f"{path} line {n}"))
+    out = [_messages(item, where) for where, item in numbered_json_lines(path, "SFT data file")]
     if not out:
         raise UserError(f"SFT data file {path} holds no conversations")
     return out
