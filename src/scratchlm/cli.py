@@ -48,9 +48,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true")
 
-    p = sub.add_parser("eval", help="evaluate the final checkpoint per domain")
-    _config_arg(p)
+    p = sub.add_parser("eval", help="evaluate the final checkpoint per domain; or a checkpoint with the full "
+                                    "suite (--checkpoint), write a human rating sheet (human), score one (rate)")
+    p.add_argument("verb", nargs="?", choices=("human", "rate"), help="human: write a rating sheet; rate: score it")
+    p.add_argument("sheet", nargs="?", help="the rating sheet (eval rate)")
+    p.add_argument("-c", "--config", help="path to scratchlm.toml")
     p.add_argument("--force", action="store_true")
+    p.add_argument("--checkpoint", help="evaluate this checkpoint with the full suite, stored next to it")
+    p.add_argument("--n", type=int, default=20, help="outputs on the rating sheet (eval human)")
+    p.add_argument("--format", choices=("json", "csv"), default="json", help="rating sheet format (eval human)")
+    p.add_argument("--out", help="rating sheet path (default: the checkpoint's evals folder)")
+
+    p = sub.add_parser("sft", help="supervised fine-tuning on conversations, loss on the answers only")
+    _config_arg(p)
+    p.add_argument("--data", required=True, help="JSONL: prompt/response or messages per line")
+    p.add_argument("--checkpoint", help="base checkpoint (default: the config's trained checkpoint)")
+    p.add_argument("--force", action="store_true", help="fine-tune even a base checkpoint with no evaluation")
+
+    p = sub.add_parser("chat", help="talk to a (fine-tuned) checkpoint in the terminal")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--system", default="", help="system message")
+    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--top-k", type=int, default=50)
+    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--repetition-penalty", type=float, default=1.1)
+    p.add_argument("--seed", type=int, default=None)
+
+    p = sub.add_parser("export", help="export a checkpoint: transformers (hf), llama.cpp (gguf), int8 PyTorch")
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--format", choices=("hf", "gguf"), default=None)
+    p.add_argument("--quant", choices=("f16", "q8_0", "q4_0"), default="f16", help="GGUF tensor type")
+    p.add_argument("--quantize", choices=("int8",), default=None, help="int8: dynamic-quantized PyTorch model")
+    p.add_argument("--out", required=True, help="output directory (or .gguf file)")
 
     p = sub.add_parser("report", help="write report.md and report.json")
     _config_arg(p)
@@ -89,6 +119,23 @@ def dispatch(args: argparse.Namespace) -> int:
         from .model.stream import stream_to_stdout
 
         stream_to_stdout(args)
+    elif args.command == "eval" and (args.verb or args.checkpoint or not args.config):
+        from .eval.commands import run_eval_command
+
+        run_eval_command(args)
+    elif args.command == "sft":
+        from .sft.train import run_sft
+
+        run_sft(load_config(args.config), Path(args.data), Path(args.checkpoint) if args.checkpoint else None,
+                args.force)
+    elif args.command == "chat":
+        from .sft.chat import chat_loop
+
+        chat_loop(args)
+    elif args.command == "export":
+        from .export.commands import run_export
+
+        print(run_export(args))
     else:
         from . import stages
         from .pipeline import plan_artifacts

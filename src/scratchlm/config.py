@@ -94,12 +94,53 @@ class TrainConfig:
 
 
 @dataclass
+class TaskConfig:
+    name: str
+    path: str  # JSONL, relative to the config file
+    kind: str  # multiple_choice (scored by log-likelihood) | completion (scored by exact match)
+
+
+HUMAN_CRITERIA = [
+    "correct: the content is factually / technically right for the prompt",
+    "fluent: grammatical, reads naturally, no broken tokens",
+    "on_tone: the register the domain expects (not promotional, not chatty where it should be terse)",
+    "not_repetitive: no loops, no repeated sentences or boilerplate",
+]
+
+
+@dataclass
 class EvalConfig:
     max_batches: int = 20  # validation batches per domain
     prompts: list[str] = field(default_factory=list)  # empty: one prompt per domain, taken from validation docs
     max_new_tokens: int = 64
     temperature: float = 0.8
     top_k: int = 50
+    # `scratchlm eval --checkpoint`, `eval human` (not part of the pipeline's eval stage ID):
+    diversity_samples: int = 4  # generations per prompt for distinct-n and the repeated n-gram rate
+    humaneval: str = "auto"  # auto (when a source has domain "code") | on | off
+    humaneval_problems: int = 0  # 0 runs all 164 problems; fewer for a quick look
+    humaneval_samples: int = 10  # completions per problem (pass@1 and pass@10 are estimated from them)
+    humaneval_max_new_tokens: int = 256
+    humaneval_temperature: float = 0.8
+    sandbox_timeout_s: float = 5.0  # wall-clock limit per candidate program
+    sandbox_memory_mb: int = 512  # address-space limit per candidate program
+    tasks: list[TaskConfig] = field(default_factory=list)  # [[eval.tasks]] name/path/kind: your own JSONL tasks
+    human_criteria: list[str] = field(default_factory=lambda: list(HUMAN_CRITERIA))  # "name: what it means"
+    human_scale: int = 5  # every criterion is scored 1..human_scale
+
+
+@dataclass
+class SFTConfig:
+    learning_rate: float = 0.0  # 0: train.learning_rate x lr_scale (fine-tuning wants a much lower rate)
+    lr_scale: float = 0.1
+    max_steps: int = 200
+    batch_size: int = 8  # packed rows per step
+    warmup_steps: int = 10
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    pack: bool = True  # several short conversations per row (never split one across rows)
+    seed: int = 4321
 
 
 @dataclass
@@ -115,6 +156,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
     path: Path | None = None  # the file this config was loaded from; never written back
 
     @property
@@ -223,3 +265,11 @@ def validate(cfg: Config, where: str) -> None:
     for key in ("max_steps", "batch_size", "grad_accum", "checkpoint_every", "eval_every", "log_every", "keep_last"):
         _check(getattr(t, key) > 0, where, f"`train.{key}` must be > 0")
     _check(t.learning_rate > 0, where, "`train.learning_rate` must be > 0")
+    e = cfg.eval
+    _check(e.humaneval in ("auto", "on", "off"), where, "`eval.humaneval` must be auto, on or off")
+    _check(e.humaneval_samples > 0 and e.human_scale >= 2, where,
+           "`eval.humaneval_samples` must be > 0 and `eval.human_scale` >= 2")
+    for i, task in enumerate(e.tasks):
+        _check(task.kind in ("multiple_choice", "completion"), where,
+               f"[[eval.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
+    _check(cfg.sft.max_steps > 0 and cfg.sft.batch_size > 0, where, "`sft.max_steps` and `sft.batch_size` must be > 0")

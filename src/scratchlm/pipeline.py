@@ -22,7 +22,11 @@ COMMAND = {"data": "scratchlm data prepare", "tokenizer": "scratchlm tokenizer t
            "shards": "scratchlm tokenizer encode", "train": "scratchlm train", "eval": "scratchlm eval",
            "report": "scratchlm report"}
 MANIFEST = "manifest.json"
-NOT_SEMANTIC = {"train": {"threads", "log_every"}}  # keys that cannot change what a stage produces
+NOT_SEMANTIC = {"train": {"threads", "log_every"},
+                # used by `scratchlm eval --checkpoint` / `eval human`, not by the pipeline's eval stage
+                "eval": {"diversity_samples", "humaneval", "humaneval_problems", "humaneval_samples",
+                         "humaneval_max_new_tokens", "humaneval_temperature", "sandbox_timeout_s",
+                         "sandbox_memory_mb", "tasks", "human_criteria", "human_scale"}}  # keys that cannot change what a stage produces
 
 
 @dataclass

@@ -7,6 +7,8 @@ import torch
 
 from .kv_cache import KVCache
 
+_EMPTY = torch.empty(0, dtype=torch.long)
+
 
 def sample_next(logits: torch.Tensor, history: torch.Tensor, temperature: float, top_k: int, top_p: float,
                 repetition_penalty: float, generator: torch.Generator | None) -> int:
@@ -52,7 +54,8 @@ def generate(model, prompt_ids: list[int], max_new_tokens: int, *, temperature: 
             pending = tokens[-max_len:]
         x = torch.tensor([pending], dtype=torch.long, device=device)
         logits, _ = model(x, kv_cache=cache)
-        history = torch.tensor(tokens, dtype=torch.long, device=device)
+        # The history tensor is only read by the repetition penalty; building it every token costs O(length).
+        history = torch.tensor(tokens, dtype=torch.long, device=device) if repetition_penalty != 1.0 else _EMPTY
         nxt = sample_next(logits[0, -1], history, temperature, top_k, top_p, repetition_penalty, generator)
         tokens.append(nxt)
         pending = [nxt]

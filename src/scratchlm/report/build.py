@@ -85,7 +85,11 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
                      [[d, r["loss"], r["unigram_loss"], r["bpb"], r["top1"], r["top10"], r["tokens"]]
                       for d, r in evaluation["domains"].items()]))
     md += ["", f"Mean validation loss {evaluation['val_loss']:.4f} nats/token against the unigram baseline "
-               f"{evaluation['unigram_loss']:.4f}.", "", "## Samples", ""]
+               f"{evaluation['unigram_loss']:.4f}.", ""]
+    from ..eval.report import run_report_section  # `scratchlm eval --checkpoint` results and human ratings
+
+    md += run_report_section(Path(evaluation["checkpoint"]))
+    md += ["## Samples", ""]
     for s in evaluation["samples"]:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")

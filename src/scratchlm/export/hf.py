@@ -1,0 +1,60 @@
+"""`scratchlm export --format hf`: a directory transformers loads with AutoModelForCausalLM / AutoTokenizer.
+
+config.json (LlamaForCausalLM, or Qwen3ForCausalLM when the model has qk_norm), model.safetensors with
+transformers' parameter names, tokenizer.json plus tokenizer_config.json (special tokens and the chat template),
+generation_config.json. No transformers import: writing the files needs only what scratchlm already has.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from safetensors.torch import save_file
+
+from ..tokenizer.bpe import BOS, EOS, PAD, SPECIAL_TOKENS
+from ..train.checkpoint import load_model, model_tensors
+from ..sft.template import END, JINJA_TEMPLATE
+from .mapping import check_exportable, hf_name, intermediate_size, norm_eps
+
+ARCH = {"llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+
+
+def hf_config(model, arch: str, tokenizer) -> dict:
+    c = model.cfg
+    cfg = {"architectures": [ARCH[arch]], "model_type": arch, "vocab_size": model.vocab_size,
+           "hidden_size": c.d_model, "intermediate_size": intermediate_size(model),
+           "num_hidden_layers": c.n_layer, "num_attention_heads": c.n_head,
+           "num_key_value_heads": c.n_kv_head or c.n_head, "head_dim": c.d_model // c.n_head,
+           "hidden_act": "silu", "max_position_embeddings": c.seq_len, "rms_norm_eps": norm_eps(),
+           # both spellings: transformers 5 reads rope_parameters, 4.x reads rope_theta
+           "rope_theta": c.rope_theta, "rope_parameters": {"rope_type": "default", "rope_theta": c.rope_theta},
+           "tie_word_embeddings": c.tie_embeddings, "attention_bias": False, "attention_dropout": 0.0,
+           "mlp_bias": False, "initializer_range": c.init_std, "use_cache": True, "torch_dtype": "float32",
+           "bos_token_id": tokenizer.token_to_id(BOS), "eos_token_id": tokenizer.token_to_id(EOS),
+           "pad_token_id": tokenizer.token_to_id(PAD)}
+    if arch == "qwen3":
+        cfg.update({"use_sliding_window": False, "sliding_window": None, "max_window_layers": c.n_layer})
+    return cfg
+
+
+def export_hf(checkpoint: Path, out: Path) -> Path:
+    model, tokenizer, meta = load_model(checkpoint)
+    arch = check_exportable(model.cfg, "hf")
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = {hf_name(k): v for k, v in model_tensors(model).items()}
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(hf_config(model, arch, tokenizer), indent=2) + "\n")
+    (out / "generation_config.json").write_text(json.dumps(
+        {"bos_token_id": tokenizer.token_to_id(BOS),
+         "eos_token_id": [tokenizer.token_to_id(EOS), tokenizer.token_to_id(END)],
+         "pad_token_id": tokenizer.token_to_id(PAD)}, indent=2) + "\n")
+    tokenizer.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
+         "additional_special_tokens": [t for t in SPECIAL_TOKENS if t not in (BOS, EOS, PAD)],
+         "add_bos_token": False, "clean_up_tokenization_spaces": False, "model_max_length": model.cfg.seq_len,
+         "chat_template": JINJA_TEMPLATE}, indent=2) + "\n")
+    (out / "scratchlm_meta.json").write_text(json.dumps(
+        {"source_checkpoint": str(Path(checkpoint).resolve()), "step": meta["step"], "ids": meta.get("ids"),
+         "architecture": ARCH[arch]}, indent=2) + "\n")
+    return out

@@ -1,0 +1,109 @@
+"""A micro model trained in the test goes through the whole ship path: full evaluation (HumanEval included,
+even at 0), a rating sheet scored through stdin, the refusal to fine-tune an unevaluated base, SFT, chat,
+export to transformers with matching logits. Bad input (a foreign tokenizer) is refused."""
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from scratchlm.cli import main
+from scratchlm.config import load_config
+from scratchlm.eval.store import evals_dir
+from scratchlm.ids import read_json
+from scratchlm.pipeline import plan_artifacts
+from scratchlm.stages import run_all
+from scratchlm.train.checkpoint import list_checkpoints, load_model
+from ship_fixtures import make_checkpoint
+
+EXTRA = """
+[eval]
+max_batches = 2
+max_new_tokens = 8
+diversity_samples = 2
+humaneval_problems = 2
+humaneval_samples = 2
+humaneval_max_new_tokens = 12
+[[eval.tasks]]
+name = "mc"
+path = "mc.jsonl"
+kind = "multiple_choice"
+[sft]
+max_steps = 6
+batch_size = 2
+"""
+
+
+@pytest.fixture(scope="module")
+def run(builtin_corpus, micro_config, tmp_path_factory):
+    d = tmp_path_factory.mktemp("ship")
+    path = micro_config(d, builtin_corpus, steps=24, ckpt=12)
+    text = path.read_text().replace("[eval]\nmax_batches = 2\nmax_new_tokens = 8\n", "")
+    # Sources go last: an [[eval.tasks]] table after them would swallow the [[data.sources]] array.
+    head, sep, sources = text.partition("\n[[data.sources]]")
+    path.write_text(head + EXTRA + sep + sources)
+    (d / "mc.jsonl").write_text(json.dumps({"prompt": "def f(", "choices": ["x):", "<<<"], "answer": 0}) + "\n")
+    cfg = load_config(path)
+    run_all(cfg)
+    return cfg
+
+
+def cli(monkeypatch, capsys, *args, stdin: str = ""):
+    """The CLI in-process (a subprocess per call would re-import torch each time), stdin piped like a terminal."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, out.out, out.err)
+
+
+def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
+    cfg = run
+    ckpts = list_checkpoints(plan_artifacts(cfg)["train"].dir / "checkpoints")
+    base, unevaluated = ckpts[-1], ckpts[0]
+    assert main(["eval", "-c", str(cfg.path), "--checkpoint", str(base)]) == 0
+    result = read_json(evals_dir(base) / "eval.json")
+    assert set(result["domains"]) == {"code", "docs", "web"}
+    assert result["humaneval"]["problems"] == 2 and result["humaneval"]["pass@1"] is not None
+    assert result["humaneval"]["pass@10"] is None  # 2 samples cannot estimate pass@10
+    assert result["tasks"]["mc"]["items"] == 1 and result["diversity"]["generations"] > 0
+
+    r = cli(monkeypatch, capsys, "eval", "human", "-c", cfg.path, "--checkpoint", base, "--n", 2)
+    assert r.returncode == 0, r.stderr
+    sheet = next(evals_dir(base).glob("human-*.json"))
+    r = cli(monkeypatch, capsys, "eval", "rate", sheet, stdin="5\n4\n3\n2\n1\n2\n3\n4\n")
+    assert r.returncode == 0, r.stderr
+    report = (evals_dir(base) / "report.md").read_text()
+    assert "Human ratings" in report and "fluent 3.0000 (2/2)" in report and "HumanEval" in report
+    assert main(["report", "-c", str(cfg.path), "--force"]) == 0
+    assert "Human ratings" in (cfg.workdir / "report.md").read_text()
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"prompt": f"add {i} and {i}", "response": f"{2 * i}"}) + "\n"
+                             for i in range(12)))
+    r = cli(monkeypatch, capsys, "sft", "-c", cfg.path, "--data", pairs, "--checkpoint", unevaluated)
+    assert r.returncode == 2 and "has no evaluation" in r.stderr
+    assert main(["sft", "-c", str(cfg.path), "--data", str(pairs), "--checkpoint", str(base)]) == 0
+    summary = read_json(next((cfg.workdir / "sft").glob("*/summary.json")))
+    assert summary["leak_check"]["verdict"] in ("ok", "warning") and summary["base_evaluated"]
+    tuned = summary["checkpoint"]
+
+    r = cli(monkeypatch, capsys, "chat", "--checkpoint", tuned, "--max-new-tokens", 5, "--seed", 0,
+            stdin="add 3 and 3\n\n")
+    assert r.returncode == 0 and "model> " in r.stdout, r.stderr
+
+    transformers = pytest.importorskip("transformers")
+    assert main(["export", "--checkpoint", tuned, "--format", "hf", "--out", str(tmp_path / "hf")]) == 0
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path / "hf"), dtype=torch.float32).eval()
+    model, _, _ = load_model(tuned)
+    ids = torch.randint(0, model.vocab_size, (1, 40), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        assert (model(ids)[0] - hf(ids).logits).abs().max().item() < 1e-4
+
+
+def test_checkpoint_with_another_tokenizer_is_refused(run, tmp_path, monkeypatch, capsys):
+    foreign = make_checkpoint(tmp_path / "foreign")
+    r = cli(monkeypatch, capsys, "eval", "-c", run.path, "--checkpoint", foreign)
+    assert r.returncode == 2 and "different tokenizer" in r.stderr and "Traceback" not in r.stderr
