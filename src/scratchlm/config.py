@@ -103,6 +103,25 @@ class EvalConfig:
 
 
 @dataclass
+class MonitorConfig:
+    spike_window: int = 50  # log intervals of training loss that a new loss is compared with
+    spike_z: float = 6.0  # a loss this many standard deviations above the window's mean is a spike
+    spike_min_history: int = 10  # log intervals seen before the spike detector may fire
+    weight_growth_window: int = 20  # log intervals over which a steadily growing weight norm is judged
+    weight_growth: float = 0.25  # relative growth of a layer's weight norm across that window that warns
+    stall_share: float = 0.2  # share of step time spent waiting for data above which the loader is stalling
+    domain_rise: float = 0.01  # nats/token a domain's validation loss may rise while the mean falls
+    overconfidence_loss_tolerance: float = 0.0  # val loss must fall by more than this for rising logits to be ok
+    repetition_ngram: int = 4  # word n-gram size of the repetition measure on samples
+    repetition_rate: float = 0.5  # share of repeated n-grams in a sample above which it counts as repetitive
+    update_ratio: bool = True  # measure |update|/|weight| per layer at log steps (one copy of the weights)
+    peak_flops: float = 0.0  # device peak FLOP/s for MFU; 0 measures a matmul peak once and caches it
+    tensorboard: bool = True  # also write TensorBoard events when the tensorboard package is installed
+    wandb_project: str = ""  # log to Weights & Biases under this project; empty disables
+    wandb_mode: str = "offline"  # offline | online; offline writes wandb/ in the run for a later `wandb sync`
+
+
+@dataclass
 class RunConfig:
     workdir: str = "run"  # where every stage writes, relative to the config file
 
@@ -115,6 +134,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
     path: Path | None = None  # the file this config was loaded from; never written back
 
     @property
@@ -223,3 +243,8 @@ def validate(cfg: Config, where: str) -> None:
     for key in ("max_steps", "batch_size", "grad_accum", "checkpoint_every", "eval_every", "log_every", "keep_last"):
         _check(getattr(t, key) > 0, where, f"`train.{key}` must be > 0")
     _check(t.learning_rate > 0, where, "`train.learning_rate` must be > 0")
+    mo = cfg.monitor
+    for key in ("spike_window", "spike_min_history", "weight_growth_window", "repetition_ngram"):
+        _check(getattr(mo, key) > 0, where, f"`monitor.{key}` must be > 0")
+    _check(0 < mo.stall_share < 1, where, "`monitor.stall_share` must be in (0, 1)")
+    _check(mo.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")

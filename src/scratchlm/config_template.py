@@ -9,7 +9,8 @@ from pathlib import Path
 from . import config as C
 
 SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
-            ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig)]
+            ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
+            ("monitor", C.MonitorConfig)]
 _FIELD_LINE = re.compile(r"^\s+(\w+):[^=]*=\s*.*?(?:#\s*(.*))?$")
 
 
