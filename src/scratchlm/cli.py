@@ -52,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--force", action="store_true")
 
-    p = sub.add_parser("report", help="write report.md and report.json")
-    _config_arg(p)
+    p = sub.add_parser("report", help="write report.md, report.json and dashboard.html; or, given RUN_DIR, "
+                                      "only the dashboard of that training directory or workdir")
+    p.add_argument("run_dir", nargs="?", help="a train/<id> directory or a workdir (instead of -c)")
+    p.add_argument("-c", "--config", help="path to scratchlm.toml")
     p.add_argument("--force", action="store_true")
 
     p = sub.add_parser("generate", help="generate text from a checkpoint")
@@ -89,8 +91,18 @@ def dispatch(args: argparse.Namespace) -> int:
         from .model.stream import stream_to_stdout
 
         stream_to_stdout(args)
+    elif args.command == "report" and not args.config:
+        from .monitor.dashboard import resolve_train_dir, write_dashboard
+
+        if not args.run_dir:
+            raise UserError("scratchlm report needs -c CONFIG or a RUN_DIR (a train/<id> directory or a workdir)")
+        run_dir = Path(args.run_dir)
+        print(write_dashboard(resolve_train_dir(run_dir), run_dir))
     else:
         from . import stages
+
+        if args.command == "report" and args.run_dir:
+            raise UserError("scratchlm report takes either -c CONFIG or a RUN_DIR, not both")
         from .pipeline import plan_artifacts
 
         cfg = load_config(args.config)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .norms import grad_norms, layer_group, nonfinite_gradients
+from .norms import grad_norms, grouped_parameters, nonfinite_gradients
 
 MAX_DOCS_PER_ROW = 32  # a row of very short documents spans many; the first ones are enough to look at
 
@@ -34,21 +34,24 @@ def batch_documents(loader, step: int, grad_accum: int) -> list[dict] | None:
     return rows
 
 
+def _number(x: float | None) -> float | str | None:
+    """Non-finite values as strings ("nan", "inf"): diagnosis.json stays strict JSON for any reader."""
+    return x if x is None or np.isfinite(x) else str(x)
+
+
 def diagnose(step: int, loss: float, grad_norm: float, model, loader, grad_accum: int, last_metrics: dict | None,
              lr: float | None) -> dict:
     bad = nonfinite_gradients(model)
-    groups: dict[str, list] = {}
-    for name, p in model.named_parameters():
-        groups.setdefault(layer_group(name), []).append(p)
+    groups = grouped_parameters(model)
     batch = batch_documents(loader, step, grad_accum)
     what = "loss" if not np.isfinite(loss) else "gradient norm"
     return {
         "step": step,
         "explanation": f"{what} became non-finite at step {step} (loss {loss}, grad norm {grad_norm}); "
                        f"{len(bad)} parameters have non-finite gradients",
-        "loss": loss, "grad_norm": grad_norm, "lr": lr,
+        "loss": _number(loss), "grad_norm": _number(grad_norm), "lr": lr,
         "nonfinite_grads": bad,
-        "grad_norm_groups": grad_norms(groups),
+        "grad_norm_groups": {g: _number(v) for g, v in grad_norms(groups).items()},
         "batch": batch,
         "batch_note": None if batch is not None else "the loader cannot replay its positions; batch unknown",
         "last_metrics": last_metrics,
