@@ -27,8 +27,22 @@ class Alert:
         return asdict(self)
 
 
+def linear_forecast(values: list[float]) -> tuple[float, float]:
+    """Least-squares line through `values`: (prediction for the next point, std of the residuals)."""
+    n = len(values)
+    mx, my = (n - 1) / 2, sum(values) / n
+    sxx = sum((i - mx) ** 2 for i in range(n))
+    slope = sum((i - mx) * (v - my) for i, v in enumerate(values)) / sxx if sxx else 0.0
+    residuals = [v - (my + slope * (i - mx)) for i, v in enumerate(values)]
+    return my + slope * (n - mx), (sum(r * r for r in residuals) / n) ** 0.5
+
+
 class LossSpike:
-    """Training loss far above its recent history (z-score against a running window of log intervals)."""
+    """Training loss far above its recent history: z-score against the trend of a running window.
+
+    The window is detrended first (a least-squares line), because early in training the loss falls so fast that
+    a plain mean/std over the window would hide a spike in the spread of the decline itself.
+    """
 
     name = "loss_spike"
     kind = "log"
@@ -43,13 +57,12 @@ class LossSpike:
             return []
         alerts = []
         if len(self.history) >= self.min_history:
-            mean = sum(self.history) / len(self.history)
-            std = (sum((h - mean) ** 2 for h in self.history) / len(self.history)) ** 0.5
-            z = (loss - mean) / max(std, 1e-3 * abs(mean), 1e-8)
+            expected, spread = linear_forecast(list(self.history))
+            z = (loss - expected) / max(spread, 1e-3 * abs(expected), 1e-8)
             if z > self.z:
                 alerts.append(Alert(row["step"], self.name, "loss", "warning",
-                                    f"loss {loss:.4f} is {z:.1f} standard deviations above the mean {mean:.4f} of "
-                                    f"the last {len(self.history)} log intervals"))
+                                    f"loss {loss:.4f} is {z:.1f} standard deviations above the {expected:.4f} "
+                                    f"expected from the trend of the last {len(self.history)} log intervals"))
         if not alerts:  # a spike stays out of the window, so it cannot hide the next one
             self.history.append(loss)
         return alerts
