@@ -140,7 +140,8 @@ def lr_chart(train, evals, alerts, ax) -> None:
 def timeline_chart(train, evals, alerts, ax) -> None:
     names = sorted({a["detector"] for a in alerts})
     for a in alerts:
-        ax.scatter(a["step"], names.index(a["detector"]), color=ALERT_COLOR.get(a["verdict"], "0.5"), s=30)
+        y = names.index(a["detector"])
+        ax.vlines(a["step"], y - 0.35, y + 0.35, color=ALERT_COLOR.get(a["verdict"], "0.5"), lw=3)
     ax.set_yticks(range(len(names)), names)
     ax.set_ylim(-0.5, max(0.5, len(names) - 0.5))
     last = max([r["step"] for r in train] or [1])
