@@ -60,51 +60,39 @@ def loss_chart(train, evals, alerts, ax) -> None:
     _finish(ax, "nats/token")
 
 
-def bpb_chart(train, evals, alerts, ax) -> None:
-    _per_domain(ax, evals, "bpb")
-    ax.set_title("Validation bits per byte per domain")
-    _finish(ax, "bits/byte")
+def _per_domain_chart(title: str, ylabel: str, *curves: tuple[str, str, str]):
+    """A chart of evaluation metrics per domain; each curve is (metric key, line style, label)."""
+    def draw(train, evals, alerts, ax) -> None:
+        for key, style, label in curves:
+            _per_domain(ax, evals, key, style, label)
+        ax.set_title(title)
+        _finish(ax, ylabel)
+    return draw
 
 
-def topk_chart(train, evals, alerts, ax) -> None:
-    _per_domain(ax, evals, "top1", "-o", "top-1 {d}")
-    _per_domain(ax, evals, "top10", "--s", "top-10 {d}")
-    ax.set_title("Next-token accuracy per domain: top-1 (solid), top-10 (dashed)")
-    _finish(ax, "accuracy")
+def _grouped_chart(field: str, title: str, ylabel: str, log: bool = False, total: str | None = None):
+    """A chart of one training metric per layer group, optionally with the total as a black line."""
+    def draw(train, evals, alerts, ax) -> None:
+        if total:
+            ax.plot(*_series(train, lambda r: r.get(total)), color="k", lw=1.5, label="total")
+        _grouped(ax, train, field)
+        ax.set_title(title)
+        _finish(ax, ylabel, log=log)
+    return draw
 
 
-def grad_chart(train, evals, alerts, ax) -> None:
-    ax.plot(*_series(train, lambda r: r.get("grad_norm")), color="k", lw=1.5, label="total")
-    _grouped(ax, train, "grad_norm_groups")
-    ax.set_title("Gradient norm before clipping, total and per layer group")
-    _finish(ax, "L2 norm", log=True)
-
-
-def weight_chart(train, evals, alerts, ax) -> None:
-    _grouped(ax, train, "weight_norm")
-    ax.set_title("Weight norm per layer group")
-    _finish(ax, "L2 norm")
-
-
-def update_chart(train, evals, alerts, ax) -> None:
-    _grouped(ax, train, "update_ratio")
-    ax.set_title("Update / weight ratio per layer group (effective learning rate)")
-    _finish(ax, "|dW| / |W|", log=True)
-
-
-def logits_chart(train, evals, alerts, ax) -> None:
-    _per_domain(ax, evals, "logit_max_mean", "-o", "mean max logit {d}")
-    _per_domain(ax, evals, "logit_max", ":^", "max logit {d}")
-    _per_domain(ax, evals, "logit_std", "--s", "logit std {d}")
-    ax.set_title("Logit statistics per domain")
-    _finish(ax, "logit")
-
-
-def entropy_chart(train, evals, alerts, ax) -> None:
-    _per_domain(ax, evals, "entropy", "-o", "entropy {d}")
-    _per_domain(ax, evals, "loss", ":", "val loss {d}")
-    ax.set_title("Mean prediction entropy (solid) against validation loss (dotted)")
-    _finish(ax, "nats")
+bpb_chart = _per_domain_chart("Validation bits per byte per domain", "bits/byte", ("bpb", "-o", "{d}"))
+topk_chart = _per_domain_chart("Next-token accuracy per domain: top-1 (solid), top-10 (dashed)", "accuracy",
+                               ("top1", "-o", "top-1 {d}"), ("top10", "--s", "top-10 {d}"))
+logits_chart = _per_domain_chart("Logit statistics per domain", "logit", ("logit_max_mean", "-o", "mean max logit {d}"),
+                                 ("logit_max", ":^", "max logit {d}"), ("logit_std", "--s", "logit std {d}"))
+entropy_chart = _per_domain_chart("Mean prediction entropy (solid) against validation loss (dotted)", "nats",
+                                  ("entropy", "-o", "entropy {d}"), ("loss", ":", "val loss {d}"))
+grad_chart = _grouped_chart("grad_norm_groups", "Gradient norm before clipping, total and per layer group",
+                            "L2 norm", log=True, total="grad_norm")
+weight_chart = _grouped_chart("weight_norm", "Weight norm per layer group", "L2 norm")
+update_chart = _grouped_chart("update_ratio", "Update / weight ratio per layer group (effective learning rate)",
+                              "|dW| / |W|", log=True)
 
 
 def throughput_chart(train, evals, alerts, ax) -> None:

@@ -114,60 +114,63 @@ class LoaderStall:
                       f"loader is starving the model")]
 
 
-def _domain_means(row: dict, key: str) -> dict[str, float]:
-    return {d: r[key] for d, r in (row.get("eval") or {}).items() if key in r}
+class _BetweenEvaluations:
+    """Compares each evaluation's per-domain results with the previous evaluation's."""
 
-
-class DomainDegradation:
-    """One domain's validation loss rises between evaluations while the mean over domains falls."""
-
-    name = "domain_degradation"
     kind = "eval"
 
-    def __init__(self, cfg: MonitorConfig):
-        self.rise = cfg.domain_rise
-        self.previous: dict[str, float] | None = None
+    def __init__(self) -> None:
+        self.previous: dict[str, dict] = {}
 
     def check(self, row: dict) -> list[Alert]:
-        now, before = _domain_means(row, "loss"), self.previous
-        self.previous = now
-        if not before or not now:
-            return []
+        now = row.get("eval") or {}
+        before, self.previous = self.previous, now
         common = [d for d in now if d in before]
         if not common:
             return []
-        mean_delta = sum(now[d] - before[d] for d in common) / len(common)
-        alerts = []
-        for d in common:
-            delta = now[d] - before[d]
-            if mean_delta < 0 and delta > self.rise:
-                alerts.append(Alert(row["step"], self.name, d, "warning",
-                                    f"validation loss of domain `{d}` rose {before[d]:.4f} -> {now[d]:.4f} "
-                                    f"while the mean over domains fell by {-mean_delta:.4f}"))
-        return alerts
+        return self.compare(row["step"], {d: before[d] for d in common}, {d: now[d] for d in common})
+
+    def compare(self, step: int, before: dict[str, dict], now: dict[str, dict]) -> list[Alert]:
+        raise NotImplementedError
 
 
-class Overconfidence:
+class DomainDegradation(_BetweenEvaluations):
+    """One domain's validation loss rises between evaluations while the mean over domains falls."""
+
+    name = "domain_degradation"
+
+    def __init__(self, cfg: MonitorConfig):
+        super().__init__()
+        self.rise = cfg.domain_rise
+
+    def compare(self, step: int, before: dict[str, dict], now: dict[str, dict]) -> list[Alert]:
+        mean_delta = sum(now[d]["loss"] - before[d]["loss"] for d in now) / len(now)
+        if mean_delta >= 0:
+            return []  # every domain getting worse together is not one domain's problem
+        return [Alert(step, self.name, d, "warning",
+                      f"validation loss of domain `{d}` rose {before[d]['loss']:.4f} -> {now[d]['loss']:.4f} "
+                      f"while the mean over domains fell by {-mean_delta:.4f}")
+                for d in now if now[d]["loss"] - before[d]["loss"] > self.rise]
+
+
+class Overconfidence(_BetweenEvaluations):
     """Logit max rising and entropy falling while the validation loss does not improve (per domain)."""
 
     name = "overconfidence"
-    kind = "eval"
 
     def __init__(self, cfg: MonitorConfig):
+        super().__init__()
         self.tolerance = cfg.overconfidence_loss_tolerance
-        self.previous: dict[str, dict] | None = None
 
-    def check(self, row: dict) -> list[Alert]:
-        now = {d: r for d, r in (row.get("eval") or {}).items() if "entropy" in r}
-        before, self.previous = self.previous, now
+    def compare(self, step: int, before: dict[str, dict], now: dict[str, dict]) -> list[Alert]:
         alerts = []
         for d, r in now.items():
-            p = (before or {}).get(d)
-            if p is None:
+            p = before[d]
+            if "entropy" not in r or "entropy" not in p:
                 continue
             sharper = r["logit_max_mean"] > p["logit_max_mean"] and r["entropy"] < p["entropy"]
             if sharper and r["loss"] > p["loss"] - self.tolerance:
-                alerts.append(Alert(row["step"], self.name, d, "warning",
+                alerts.append(Alert(step, self.name, d, "warning",
                                     f"domain `{d}`: mean max logit {p['logit_max_mean']:.2f} -> "
                                     f"{r['logit_max_mean']:.2f} and entropy {p['entropy']:.3f} -> "
                                     f"{r['entropy']:.3f} nats while validation loss went {p['loss']:.4f} -> "
