@@ -51,7 +51,7 @@ def main() -> None:
         opt.step()
         opt.zero_grad(set_to_none=True)
         if hooks:
-            monitor.on_log(i, {"step": i, "loss": float(loss), "tokens_per_s": 1.0}, 1.0)
+            monitor.on_log(i, {"step": i, "loss": float(loss.detach()), "tokens_per_s": 1.0}, 1.0)
         return time.perf_counter() - t0
 
     for i in range(3):
