@@ -115,5 +115,6 @@ def test_slow_loader_triggers_the_stall_warning_and_the_dashboard_shows_it(prepa
         next(iter(evals[-1]["eval"].values())))
     assert (art["train"].dir / "samples" / "step_0000010.diff").exists()
     assert main(["report", str(cfg.workdir)]) == 0
+    assert main(["report"]) == 2 and main(["report", str(cfg.workdir), "-c", str(cfg.path)]) == 2
     page = (cfg.workdir / "dashboard.html").read_text()
     assert "loader_stall" in page and 'class="chart"' in page and "waiting for data" in page

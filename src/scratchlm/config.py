@@ -105,7 +105,7 @@ class EvalConfig:
 @dataclass
 class MonitorConfig:
     spike_window: int = 50  # log intervals of training loss that a new loss is compared with
-    spike_z: float = 6.0  # a loss this many standard deviations above the window's mean is a spike
+    spike_z: float = 6.0  # a loss this many standard deviations above the window's trend line is a spike
     spike_min_history: int = 10  # log intervals seen before the spike detector may fire
     weight_growth_window: int = 20  # log intervals over which a steadily growing weight norm is judged
     weight_growth: float = 0.25  # relative growth of a layer's weight norm across that window that warns
