@@ -7,10 +7,8 @@ from pathlib import Path
 
 from .errors import UserError
 
-
 def _config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--config", required=True, help="path to scratchlm.toml")
-
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="scratchlm", description="Raw text to a small language model, from scratch.")
@@ -82,8 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", choices=("int8",), default=None, help="int8: dynamic-quantized PyTorch model")
     p.add_argument("--out", required=True, help="output directory (or .gguf file)")
 
-    p = sub.add_parser("report", help="write report.md and report.json")
-    _config_arg(p)
+    p = sub.add_parser("report", help="write report.md, report.json and dashboard.html; or, given RUN_DIR, "
+                                      "only the dashboard of that training directory or workdir")
+    p.add_argument("run_dir", nargs="?", help="a train/<id> directory or a workdir (instead of -c)")
+    p.add_argument("-c", "--config", help="path to scratchlm.toml")
     p.add_argument("--force", action="store_true")
 
     p = sub.add_parser("generate", help="generate text from a checkpoint")
@@ -97,7 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-cache", action="store_true", help="recompute the whole prefix each token (slow)")
     return ap
-
 
 def dispatch(args: argparse.Namespace) -> int:
     from .config import load_config
@@ -136,8 +135,19 @@ def dispatch(args: argparse.Namespace) -> int:
         from .export.commands import run_export
 
         print(run_export(args))
+
+    elif args.command == "report" and not args.config:
+        from .monitor.dashboard import resolve_train_dir, write_dashboard
+
+        if not args.run_dir:
+            raise UserError("scratchlm report needs -c CONFIG or a RUN_DIR (a train/<id> directory or a workdir)")
+        run_dir = Path(args.run_dir)
+        print(write_dashboard(resolve_train_dir(run_dir), run_dir))
     else:
         from . import stages
+
+        if args.command == "report" and args.run_dir:
+            raise UserError("scratchlm report takes either -c CONFIG or a RUN_DIR, not both")
         from .pipeline import plan_artifacts
 
         cfg = load_config(args.config)
@@ -157,7 +167,6 @@ def dispatch(args: argparse.Namespace) -> int:
             print(stages.stage_report(cfg, art, args.force)["report"])
     return 0
 
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -168,7 +177,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-
 
 if __name__ == "__main__":
     sys.exit(main())

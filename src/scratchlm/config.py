@@ -19,7 +19,6 @@ from .errors import UserError
 
 FORMATS = ("text", "jsonl", "parquet", "html")
 
-
 @dataclass
 class SourceConfig:
     name: str
@@ -28,7 +27,6 @@ class SourceConfig:
     format: str | None = None  # text | jsonl | parquet | html; inferred from the extension when absent
     text_field: str = "text"
     weight: float = 1.0  # share of training tokens (normalized over sources)
-
 
 @dataclass
 class DataConfig:
@@ -42,14 +40,12 @@ class DataConfig:
     shard_docs: int = 50_000  # documents per output shard
     seed: int = 1234  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
 
-
 @dataclass
 class TokenizerConfig:
     vocab_size: int = 32768
     sample_chars: int = 200_000_000  # character budget of the training sample
     max_doc_chars: int = 100_000  # cap per document in the sample, so one huge file cannot dominate
     min_frequency: int = 2
-
 
 @dataclass
 class ModelConfig:
@@ -66,7 +62,6 @@ class ModelConfig:
     logit_softcap: float = 0.0  # 0 disables; e.g. 15.0 caps logits smoothly (gemma/nanochat)
     dropout: float = 0.0
     init_std: float = 0.02
-
 
 @dataclass
 class TrainConfig:
@@ -92,13 +87,11 @@ class TrainConfig:
     log_every: int = 10
     threads: int = 0  # CPU threads for torch; 0 uses every core
 
-
 @dataclass
 class TaskConfig:
     name: str
     path: str  # JSONL, relative to the config file
     kind: str  # multiple_choice (scored by log-likelihood) | completion (scored by exact match)
-
 
 HUMAN_CRITERIA = [
     "correct: the content is factually / technically right for the prompt",
@@ -106,7 +99,6 @@ HUMAN_CRITERIA = [
     "on_tone: the register the domain expects (not promotional, not chatty where it should be terse)",
     "not_repetitive: no loops, no repeated sentences or boilerplate",
 ]
-
 
 @dataclass
 class EvalConfig:
@@ -128,7 +120,6 @@ class EvalConfig:
     human_criteria: list[str] = field(default_factory=lambda: list(HUMAN_CRITERIA))  # "name: what it means"
     human_scale: int = 5  # every criterion is scored 1..human_scale
 
-
 @dataclass
 class SFTConfig:
     learning_rate: float = 0.0  # 0: train.learning_rate x lr_scale (fine-tuning wants a much lower rate)
@@ -142,11 +133,27 @@ class SFTConfig:
     pack: bool = True  # several short conversations per row (never split one across rows)
     seed: int = 4321
 
+@dataclass
+class MonitorConfig:
+    spike_window: int = 50  # log intervals of training loss that a new loss is compared with
+    spike_z: float = 6.0  # a loss this many standard deviations above the window's trend line is a spike
+    spike_min_history: int = 10  # log intervals seen before the spike detector may fire
+    weight_growth_window: int = 20  # log intervals over which a steadily growing weight norm is judged
+    weight_growth: float = 0.25  # relative growth of a layer's weight norm across that window that warns
+    stall_share: float = 0.2  # share of step time spent waiting for data above which the loader is stalling
+    domain_rise: float = 0.01  # nats/token a domain's validation loss may rise while the mean falls
+    overconfidence_loss_tolerance: float = 0.0  # val loss must fall by more than this for rising logits to be ok
+    repetition_ngram: int = 4  # word n-gram size of the repetition measure on samples
+    repetition_rate: float = 0.5  # share of repeated n-grams in a sample above which it counts as repetitive
+    update_ratio: bool = True  # measure |update|/|weight| per layer at log steps (one copy of the weights)
+    peak_flops: float = 0.0  # device peak FLOP/s for MFU; 0 measures a matmul peak once and caches it
+    tensorboard: bool = True  # also write TensorBoard events when the tensorboard package is installed
+    wandb_project: str = ""  # log to Weights & Biases under this project; empty disables
+    wandb_mode: str = "offline"  # offline | online; offline writes wandb/ in the run for a later `wandb sync`
 
 @dataclass
 class RunConfig:
     workdir: str = "run"  # where every stage writes, relative to the config file
-
 
 @dataclass
 class Config:
@@ -157,6 +164,8 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
+
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
     path: Path | None = None  # the file this config was loaded from; never written back
 
     @property
@@ -176,7 +185,6 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         return {f.name: self.section(f.name) for f in dataclasses.fields(self) if f.name != "path"}
 
-
 def load_config(path: str | Path) -> Config:
     path = Path(path)
     if not path.is_file():
@@ -190,10 +198,8 @@ def load_config(path: str | Path) -> Config:
     validate(cfg, str(path))
     return cfg
 
-
 def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     return _build(Config, raw, where, section="")
-
 
 def _build(cls: type, raw: Any, where: str, section: str):
     label = f"[{section}]" if section else "the top level"
@@ -216,7 +222,6 @@ def _build(cls: type, raw: Any, where: str, section: str):
                    and f.name not in kwargs]
         raise UserError(f"{where}: {label} is missing required key `{missing[0] if missing else e}`") from None
 
-
 def _coerce(tp: Any, value: Any, where: str, key: str):
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
@@ -235,11 +240,9 @@ def _coerce(tp: Any, value: Any, where: str, key: str):
         raise UserError(f"{where}: `{key}` must be {tp.__name__}, got {type(value).__name__} {value!r}")
     return value
 
-
 def _check(cond: bool, where: str, msg: str) -> None:
     if not cond:
         raise UserError(f"{where}: {msg}")
-
 
 def validate(cfg: Config, where: str) -> None:
     d, m, t, k = cfg.data, cfg.model, cfg.train, cfg.tokenizer
@@ -273,3 +276,9 @@ def validate(cfg: Config, where: str) -> None:
         _check(task.kind in ("multiple_choice", "completion"), where,
                f"[[eval.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
     _check(cfg.sft.max_steps > 0 and cfg.sft.batch_size > 0, where, "`sft.max_steps` and `sft.batch_size` must be > 0")
+
+    mo = cfg.monitor
+    for key in ("spike_window", "spike_min_history", "weight_growth_window", "repetition_ngram"):
+        _check(getattr(mo, key) > 0, where, f"`monitor.{key}` must be > 0")
+    _check(0 < mo.stall_share < 1, where, "`monitor.stall_share` must be in (0, 1)")
+    _check(mo.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")

@@ -10,9 +10,9 @@ from . import config as C
 
 SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
             ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
-            ("sft", C.SFTConfig)]
+            ("sft", C.SFTConfig),
+            ("monitor", C.MonitorConfig)]
 _FIELD_LINE = re.compile(r"^\s+(\w+):[^=]*=\s*.*?(?:#\s*(.*))?$")
-
 
 def _comments(cls) -> dict[str, str]:
     out = {}
@@ -21,7 +21,6 @@ def _comments(cls) -> dict[str, str]:
         if m and m.group(2):
             out[m.group(1)] = m.group(2).strip()
     return out
-
 
 def _toml_value(v) -> str:
     if isinstance(v, bool):
@@ -33,7 +32,6 @@ def _toml_value(v) -> str:
     if isinstance(v, float):
         return repr(v)
     return str(v)
-
 
 def render_config(sources: list[dict], overrides: dict[str, dict] | None = None) -> str:
     overrides = overrides or {}
@@ -63,12 +61,10 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         lines.append("")
     return "\n".join(lines)
 
-
 EXAMPLE_SOURCES = [
     {"name": "docs", "domain": "docs", "path": "data/docs/", "format": "text", "weight": 1.0},
     {"name": "forum", "domain": "forum", "path": "data/forum/*.jsonl.zst", "text_field": "text", "weight": 1.0},
 ]
-
 
 def write_init(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ..ids import read_json
+from ..monitor.logits import LogitStats
 from ..tokenizer.shards import TokenShard
 from ..train.device import autocast
 
@@ -34,12 +35,14 @@ def evaluate_domains(model, shards_dir: Path, batch_size: int, max_batches: int,
         if len(windows) == 0:
             continue
         total_loss = top1 = top10 = count = 0.0
+        logit_stats = LogitStats()
         for i in range(0, len(windows), batch_size):
             chunk = torch.from_numpy(windows[i:i + batch_size]).to(device)
             x, y = chunk[:, :-1], chunk[:, 1:]
             with autocast(device, precision):
                 logits, _ = model(x)
             logits = logits.float()
+            logit_stats.update(logits)
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1),
                                                      reduction="sum")
             top = logits.topk(10, dim=-1).indices
@@ -52,7 +55,8 @@ def evaluate_domains(model, shards_dir: Path, batch_size: int, max_batches: int,
         # Bits per byte normalizes away the tokenizer: comparable across vocabularies and runs.
         bytes_per_token = info["bytes"] / max(1, info["tokens"])
         results[domain] = {"loss": mean, "bpb": mean / math.log(2) / bytes_per_token,
-                           "top1": top1 / count, "top10": top10 / count, "tokens": int(count)}
+                           "top1": top1 / count, "top10": top10 / count, "tokens": int(count),
+                           **logit_stats.result()}
     if was_training:
         model.train()
     return results

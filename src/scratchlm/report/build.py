@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ..ids import read_json, write_json
+from ..monitor.report import monitoring_section
 
 
 def _metrics(train_dir: Path) -> list[dict]:
@@ -92,10 +93,11 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md += ["## Samples", ""]
     for s in evaluation["samples"]:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
+    md += monitoring_section(dirs["train"], out)  # MONITOR: verdicts, dashboard.html, plots/
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation}
     write_json(out / "report.json", report)
-    for name in ("report.md", "report.json") + ((plot.name,) if plot else ()):
+    for name in ("report.md", "report.json", "dashboard.html") + ((plot.name,) if plot else ()):
         (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run
     return {"report": str(workdir / "report.md"), "val_loss": evaluation["val_loss"],
             "unigram_loss": evaluation["unigram_loss"]}

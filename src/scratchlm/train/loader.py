@@ -39,13 +39,18 @@ class MixtureLoader:
         self.position = 0  # optimizer steps consumed; restored from checkpoints
         self.tokens_drawn = np.zeros(len(self.shards), dtype=np.int64)
 
-    def batch(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    def positions(self, step: int, micro: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(source index, start token offset) of each row: the batch's identity, replayable for a diagnosis."""
         rng = np.random.default_rng([self.seed, step, micro, self.rank])
         which = rng.choice(len(self.shards), size=self.batch_size, p=self.probs)
+        starts = np.array([int(rng.integers(0, len(self.shards[s]) - self.seq_len - 1)) for s in which],
+                          dtype=np.int64)
+        return which, starts
+
+    def batch(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+        which, starts = self.positions(step, micro)
         rows = np.empty((self.batch_size, self.seq_len + 1), dtype=np.int64)
-        for i, s in enumerate(which):
-            n = len(self.shards[s])
-            start = int(rng.integers(0, n - self.seq_len - 1))
+        for i, (s, start) in enumerate(zip(which, starts)):
             rows[i] = self.shards[s].tokens[start:start + self.seq_len + 1]
         np.add.at(self.tokens_drawn, which, self.seq_len)
         t = torch.from_numpy(rows)

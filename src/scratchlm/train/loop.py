@@ -19,6 +19,7 @@ from ..eval.loss import evaluate_domains, mean_over_domains
 from ..eval.samples import generate_samples
 from ..ids import read_json, write_json
 from ..model import GPT
+from ..monitor import Monitor  # MONITOR
 from ..progress import bar, log
 from ..tokenizer.bpe import load_tokenizer
 from .checkpoint import (list_checkpoints, load_model_weights, load_training_state, save_checkpoint,
@@ -95,6 +96,7 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
             f"(pass --resume to continue it instead)")
         shutil.rmtree(ckpt_dir)
     _truncate_metrics(out / "metrics.jsonl", step)
+    monitor = Monitor(cfg, out, model, device, precision, loader, start_step=step)  # MONITOR
 
     log(f"train: {model.num_params():,} parameters on {device} ({precision}), "
         f"{t.max_steps} steps x {t.batch_size * t.grad_accum * m.seq_len:,} tokens")
@@ -103,6 +105,7 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
     def record(row: dict) -> None:
         metrics_file.write(json.dumps(row) + "\n")
         metrics_file.flush()
+        monitor.publish(row)  # MONITOR: TensorBoard / W&B
 
     def checkpoint(at: int) -> Path:
         return save_checkpoint(ckpt_dir, at, model, optimizer,
@@ -117,18 +120,20 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
         lr = _set_lr(optimizer, lr_factor(step, t.max_steps, t.warmup_steps, t.schedule, t.min_lr_ratio))
         loss_sum = 0.0
         for micro in range(t.grad_accum):
-            x, y, _ = loader.batch(step, micro)
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with monitor.data_timer():  # MONITOR: time waiting for data
+                x, y, _ = loader.batch(step, micro)
+                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             with autocast(device, precision):
                 _, loss = model(x, y)
             scaler.scale(loss / t.grad_accum).backward()
             loss_sum += float(loss.detach())
         loss_value = loss_sum / t.grad_accum
         scaler.unscale_(optimizer)
+        monitor.before_update(step + 1)  # MONITOR: per-group grad norms, weights before the update
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip if t.grad_clip > 0
                                                          else float("inf")))
         if not math.isfinite(loss_value) or not math.isfinite(grad_norm):
-            _halt(out, step, loss_value, grad_norm, model)
+            _halt(out, step, loss_value, grad_norm, monitor.diagnose(step, loss_value, grad_norm, lr))  # MONITOR
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
@@ -141,6 +146,7 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
             elapsed = time.perf_counter() - window_start
             row = {"step": step, "loss": loss_value, "lr": lr, "grad_norm": grad_norm,
                    "tokens_per_s": window_tokens / max(elapsed, 1e-9), "tokens": step * tokens_per_step}
+            monitor.on_log(step, row, elapsed)  # MONITOR: norms, MFU, data wait, memory, detectors
             record(row)
             progress.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
             window_start, window_tokens = time.perf_counter(), 0
@@ -149,7 +155,8 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
         if step % t.eval_every == 0 or step == t.max_steps:
             evaluation = evaluate_domains(model, shards_dir, t.batch_size, cfg.eval.max_batches, device, precision)
             samples = generate_samples(model, tokenizer, prompts, cfg.eval, seed=t.seed)
-            record({"step": step, "eval": evaluation, "val_loss": mean_over_domains(evaluation)})
+            record(monitor.on_eval(step, {"step": step, "eval": evaluation,  # MONITOR: diffs, detectors
+                                          "val_loss": mean_over_domains(evaluation)}, samples))
             (out / "samples").mkdir(exist_ok=True)
             write_json(out / "samples" / f"step_{step:07d}.json", samples)
             window_start = time.perf_counter()  # evaluation time is not training throughput
@@ -158,7 +165,8 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
     final = list_checkpoints(ckpt_dir)[-1]
     summary = {"steps": step, "tokens": step * tokens_per_step, "checkpoint": str(final),
                "n_params": model.num_params(), "n_params_non_embedding": model.num_params(embeddings=False),
-               "device": str(device), "precision": precision, "epochs_per_source": loader.epochs()}
+               "device": str(device), "precision": precision, "epochs_per_source": loader.epochs(),
+               "monitor": monitor.close()["detectors"]}  # MONITOR: verdict per detector
     write_json(out / "summary.json", summary)
     return summary
 
@@ -172,9 +180,8 @@ def _truncate_metrics(path: Path, step: int) -> None:
     path.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
 
 
-def _halt(out: Path, step: int, loss: float, grad_norm: float, model) -> None:
-    bad = [n for n, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
-    write_json(out / "diagnosis.json", {"step": step, "loss": loss, "grad_norm": grad_norm,
-                                        "nonfinite_grads": bad})
-    raise TrainingHalted(f"training stopped at step {step}: loss {loss}, grad norm {grad_norm} is not finite; "
+def _halt(out: Path, step: int, loss: float, grad_norm: float, diagnosis: dict) -> None:
+    write_json(out / "diagnosis.json", diagnosis)  # MONITOR: the diagnosis comes from monitor.diagnose
+    raise TrainingHalted(f"training stopped at step {step}: loss {loss}, grad norm {grad_norm} is not finite "
+                         f"({len(diagnosis['nonfinite_grads'])} parameters with non-finite gradients); "
                          f"see {out / 'diagnosis.json'}")

@@ -1,0 +1,4 @@
+"""Watching a training run: metrics beyond the loss, detectors with verdicts, sinks, sample diffs, dashboard."""
+from .monitor import Monitor
+
+__all__ = ["Monitor"]

@@ -1,0 +1,156 @@
+"""The training monitor: the trainer calls a handful of hooks; everything measured and judged lives here.
+
+Hooks, in the order the trainer calls them:
+  data_timer()            around fetching a batch: time waiting for data
+  before_update(step)     after backward and unscaling, before clipping: per-group gradient norms and, at log
+                          steps, a copy of the weights for the update ratio
+  on_log(step, row, s)    adds norms, MFU, data-wait share, memory to the log row, runs the log detectors
+  on_eval(step, row, samples)  adds repetition, writes the sample diff, runs the evaluation detectors
+  publish(row)            TensorBoard / W&B
+  diagnose(...)           on a non-finite loss or gradient (the trainer halts)
+  close()                 verdict per detector, written to monitor.json
+Alerts go to alerts.jsonl and the log as they start; the verdicts go to the report and the dashboard.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+
+from ..ids import write_json
+from ..progress import log
+from .detectors import ALL_NAMES, DETECTORS, NONFINITE, Alert
+from .diagnosis import diagnose
+from .norms import UpdateRatio, grad_norms, grouped_parameters, weight_norms
+from .sample_diff import load_samples, repeated_ngram_rate, sample_files, text_diff
+from .sinks import flatten, open_sinks
+from .throughput import flops_per_token, memory_bytes, peak_flops
+
+ALERTS = "alerts.jsonl"
+SUMMARY = "monitor.json"
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class Monitor:
+    def __init__(self, cfg, out: Path, model, device, precision: str, loader=None, start_step: int = 0):
+        self.cfg, self.m, self.out, self.model, self.device, self.loader = cfg, cfg.monitor, out, model, device, loader
+        self.log_every, self.max_steps = cfg.train.log_every, cfg.train.max_steps
+        self.groups = grouped_parameters(model)
+        self.flops_per_token = flops_per_token(model)
+        self.peak = peak_flops(device, precision, self.m.peak_flops)
+        self.update = UpdateRatio()
+        self.detectors = [d(self.m) for d in DETECTORS]
+        self.active: set[tuple[str, str]] = set()
+        self.stats = {name: {"checks": 0, "fired": 0, "verdict": "ok", "first_step": None, "last_step": None,
+                             "message": ""} for name in ALL_NAMES}
+        self.wait = 0.0
+        self.grad_groups: dict[str, float] = {}
+        self.last_row: dict | None = None
+        self.previous_samples, self.previous_step = None, None
+        self.alerts_file = open(out / ALERTS, "w", encoding="utf-8")
+        self.replaying = True
+        for row in read_rows(out / "metrics.jsonl"):  # resume: rebuild detector state from the rows kept
+            self._judge(row)
+        self.replaying = False
+        for s, path in sample_files(out / "samples"):
+            if s <= start_step:
+                self.previous_samples, self.previous_step = load_samples(path), s
+        self.sinks = open_sinks(cfg, out, start_step)
+
+    # ---- hooks -------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def data_timer(self):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.wait += time.perf_counter() - t0
+
+    def before_update(self, step: int) -> None:
+        """`step` is the number the step will have once applied (the trainer's step + 1)."""
+        if not self._is_log_step(step):
+            return
+        self.grad_groups = grad_norms(self.groups)
+        if self.m.update_ratio:
+            self.update.snapshot(self.groups)
+
+    def on_log(self, step: int, row: dict, elapsed: float) -> dict:
+        row["grad_norm_groups"] = self.grad_groups
+        row["weight_norm"] = weight_norms(self.groups)
+        if self.m.update_ratio:
+            row["update_ratio"] = self.update.measure(self.groups)
+        row["mfu"] = row["tokens_per_s"] * self.flops_per_token / self.peak
+        row["data_wait_share"] = min(1.0, self.wait / max(elapsed, 1e-9))
+        row["memory_kind"], row["memory_bytes"] = memory_bytes(self.device)
+        self.wait = 0.0
+        self.stats[NONFINITE]["checks"] = step  # checked at every step, by the trainer's halt
+        self._judge(row)
+        self.last_row = row
+        return row
+
+    def on_eval(self, step: int, row: dict, samples: list[dict]) -> dict:
+        self.wait = 0.0  # evaluation time is neither data wait nor training time
+        row["repetition"] = [repeated_ngram_rate(s["completion"], self.m.repetition_ngram) for s in samples]
+        label = f"step {self.previous_step}" if self.previous_step is not None else "(none)"
+        (self.out / "samples").mkdir(exist_ok=True)
+        (self.out / "samples" / f"step_{step:07d}.diff").write_text(
+            text_diff(self.previous_samples, samples, label, f"step {step}"), encoding="utf-8")
+        self.previous_samples, self.previous_step = samples, step
+        self._judge(row)
+        return row
+
+    def publish(self, row: dict) -> None:
+        scalars = flatten(row)
+        for sink in self.sinks:
+            sink.publish(row["step"], scalars)
+
+    def diagnose(self, step: int, loss: float, grad_norm: float, lr: float | None = None) -> dict:
+        d = diagnose(step, loss, grad_norm, self.model, self.loader, self.cfg.train.grad_accum, self.last_row, lr)
+        self._record([Alert(step, NONFINITE, "loss/gradients", "error", d["explanation"])], NONFINITE)
+        self.close()
+        return d
+
+    def close(self) -> dict:
+        summary = {"detectors": self.stats, "flops_per_token": self.flops_per_token, "peak_flops": self.peak}
+        write_json(self.out / SUMMARY, summary)
+        if not self.alerts_file.closed:
+            self.alerts_file.close()
+            for sink in self.sinks:
+                sink.close()
+            log("monitor: " + ", ".join(f"{n} {s['verdict']}" + (f" ({s['fired']}x)" if s["fired"] else "")
+                                        for n, s in self.stats.items()))
+        return summary
+
+    # ---- judging -----------------------------------------------------------------------------------------
+    def _is_log_step(self, step: int) -> bool:
+        return step % self.log_every == 0 or step == self.max_steps
+
+    def _judge(self, row: dict) -> None:
+        kind = "eval" if "eval" in row else "log"
+        for det in self.detectors:
+            if det.kind == kind:
+                self._record(det.check(row), det.name)
+
+    def _record(self, alerts: list[Alert], detector: str) -> None:
+        s = self.stats[detector]
+        s["checks"] += 1
+        now = {(a.detector, a.subject) for a in alerts}
+        for a in alerts:
+            s["fired"] += 1
+            s["first_step"] = a.step if s["first_step"] is None else s["first_step"]
+            s["last_step"], s["message"] = a.step, a.message
+            if a.verdict == "error" or s["verdict"] == "ok":
+                s["verdict"] = a.verdict
+            if (a.detector, a.subject) in self.active:
+                continue  # still holding: already in the log and the timeline
+            self.alerts_file.write(json.dumps(a.to_dict()) + "\n")
+            self.alerts_file.flush()
+            if not self.replaying:
+                log(f"monitor: {a.verdict}: step {a.step}: {a.message}")
+        self.active = {k for k in self.active if k[0] != detector} | now

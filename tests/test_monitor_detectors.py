@@ -1,0 +1,176 @@
+"""Each detector fires on a crafted scenario made to trigger it, and stays quiet on a healthy one."""
+import math
+import random
+
+import pytest
+import torch
+
+from scratchlm.config import MonitorConfig, ModelConfig
+from scratchlm.model import GPT
+from scratchlm.monitor.detectors import (DomainDegradation, LoaderStall, LossSpike, Overconfidence, Repetition,
+                                         WeightGrowth)
+from scratchlm.monitor.logits import LogitStats
+from scratchlm.monitor.norms import UpdateRatio, grad_norms, grouped_parameters, weight_norms
+from scratchlm.monitor.sample_diff import repeated_ngram_rate, text_diff
+from scratchlm.monitor.sinks import TensorBoardSink, flatten
+from scratchlm.monitor.throughput import flops_per_token
+
+
+def _healthy_losses(n=120, seed=0):
+    rng = random.Random(seed)
+    return [6.0 * math.exp(-i / 40) + 2.0 + rng.gauss(0, 0.03) for i in range(n)]
+
+
+def _run(detector, rows):
+    return [a for row in rows for a in detector.check(row)]
+
+
+def test_loss_spike_fires_on_a_spike_only():
+    losses = _healthy_losses()
+    assert _run(LossSpike(MonitorConfig()), [{"step": i, "loss": v} for i, v in enumerate(losses)]) == []
+    losses[90] += 1.5
+    alerts = _run(LossSpike(MonitorConfig()), [{"step": i, "loss": v} for i, v in enumerate(losses)])
+    assert [a.step for a in alerts] == [90] and "standard deviations" in alerts[0].message
+
+
+def test_loss_spike_waits_for_history():
+    rows = [{"step": i, "loss": v} for i, v in enumerate([5.0, 5.0, 50.0])]
+    assert _run(LossSpike(MonitorConfig()), rows) == []
+
+
+def _eval_row(step, losses, logit_max=None, entropy=None):
+    return {"step": step, "eval": {d: {"loss": v, "logit_max_mean": (logit_max or {}).get(d, 3.0),
+                                       "entropy": (entropy or {}).get(d, 4.0)} for d, v in losses.items()}}
+
+
+def test_domain_degradation_names_the_domain():
+    rows = [_eval_row(100, {"code": 3.0, "docs": 3.5, "web": 4.0}),
+            _eval_row(200, {"code": 2.6, "docs": 3.2, "web": 4.2})]
+    alerts = _run(DomainDegradation(MonitorConfig()), rows)
+    assert len(alerts) == 1 and alerts[0].subject == "web" and "`web`" in alerts[0].message
+
+
+def test_domain_degradation_quiet_when_every_domain_improves_or_all_get_worse():
+    improving = [_eval_row(100, {"code": 3.0, "web": 4.0}), _eval_row(200, {"code": 2.8, "web": 3.9})]
+    assert _run(DomainDegradation(MonitorConfig()), improving) == []
+    all_worse = [_eval_row(100, {"code": 3.0, "web": 4.0}), _eval_row(200, {"code": 3.1, "web": 4.2})]
+    assert _run(DomainDegradation(MonitorConfig()), all_worse) == []  # not one domain: the loss spike's job
+
+
+def test_loader_stall_threshold():
+    rows = [{"step": 10, "data_wait_share": 0.02}, {"step": 20, "data_wait_share": 0.05}]
+    assert _run(LoaderStall(MonitorConfig()), rows) == []
+    alerts = _run(LoaderStall(MonitorConfig()), [{"step": 30, "data_wait_share": 0.7}])
+    assert len(alerts) == 1 and "70%" in alerts[0].message
+
+
+def test_weight_growth_fires_on_steady_growth_only():
+    cfg = MonitorConfig(weight_growth_window=10, weight_growth=0.2)
+    growing = [{"step": i, "weight_norm": {"block0": 10 * 1.03 ** i, "embedding": 5.0}} for i in range(12)]
+    alerts = _run(WeightGrowth(cfg), growing)
+    assert alerts and {a.subject for a in alerts} == {"block0"}
+    rng = random.Random(1)  # same total growth, but up and down: not steady
+    noisy = [{"step": i, "weight_norm": {"block0": 10 * (1 + 0.03 * i) * (1 + (-1) ** i * 0.08 * rng.random())}}
+             for i in range(12)]
+    assert _run(WeightGrowth(cfg), noisy) == []
+
+
+def test_overconfidence_fires_when_sharper_but_not_better():
+    worse = [_eval_row(100, {"code": 3.0}, {"code": 5.0}, {"code": 3.0}),
+             _eval_row(200, {"code": 3.05}, {"code": 7.0}, {"code": 2.2})]
+    alerts = _run(Overconfidence(MonitorConfig()), worse)
+    assert len(alerts) == 1 and alerts[0].subject == "code"
+    learning = [_eval_row(100, {"code": 3.0}, {"code": 5.0}, {"code": 3.0}),
+                _eval_row(200, {"code": 2.5}, {"code": 7.0}, {"code": 2.2})]  # sharper and right: learning
+    assert _run(Overconfidence(MonitorConfig()), learning) == []
+
+
+def test_repetition_of_samples():
+    looped = "the cat sat on the mat " * 10
+    varied = "a quick brown fox jumps over the lazy dog while seven wizards box jolly quails at dawn"
+    assert repeated_ngram_rate(looped, 4) > 0.8 and repeated_ngram_rate(varied, 4) == 0.0
+    assert repeated_ngram_rate("too short", 4) is None
+    row = {"step": 5, "repetition": [repeated_ngram_rate(varied, 4), repeated_ngram_rate(looped, 4), None]}
+    alerts = _run(Repetition(MonitorConfig()), [row])
+    assert [a.subject for a in alerts] == ["prompt 1"]
+
+
+def test_text_diff_shows_old_and_new_completion():
+    prev = [{"prompt": "p", "completion": "old answer"}]
+    cur = [{"prompt": "p", "completion": "new answer"}]
+    diff = text_diff(prev, cur, "step 10", "step 20")
+    assert "-old answer" in diff and "+new answer" in diff and "--- step 10" in diff
+    assert "(unchanged)" in text_diff(cur, cur, "a", "b")
+
+
+def test_logit_stats_match_direct_computation():
+    z = torch.randn(2, 7, 33) * 4
+    stats = LogitStats()
+    stats.update(z[:1])
+    stats.update(z[1:])
+    r = stats.result()
+    logp = torch.log_softmax(z, -1)
+    assert r["logit_max"] == pytest.approx(float(z.max()))
+    assert r["logit_max_mean"] == pytest.approx(float(z.max(-1).values.mean()), rel=1e-5)
+    assert r["logit_std"] == pytest.approx(float(z.std(unbiased=False)), rel=1e-4)
+    assert r["entropy"] == pytest.approx(float(-(logp.exp() * logp).sum(-1).mean()), rel=1e-4)
+
+
+def _tiny_model():
+    return GPT(ModelConfig(n_layer=2, d_model=32, n_head=4, seq_len=16), 64)
+
+
+def test_norms_per_layer_group_and_update_ratio():
+    model = _tiny_model()
+    groups = grouped_parameters(model)
+    assert set(groups) == {"embedding", "block0", "block1", "final_norm"}  # tied head: counted once
+    x = torch.randint(0, 64, (2, 16))
+    model(x, x)[1].backward()
+    g = grad_norms(groups)
+    total = torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
+    assert math.sqrt(sum(v * v for v in g.values())) == pytest.approx(float(total), rel=1e-4)
+    ratio = UpdateRatio()
+    ratio.snapshot(groups)
+    before = weight_norms(groups)
+    with torch.no_grad():
+        for p in groups["block0"]:
+            p.mul_(1.01)
+    measured = ratio.measure(groups)
+    assert measured["block0"] == pytest.approx(0.01 / 1.01, rel=1e-3) and measured["block1"] == 0.0
+    assert weight_norms(groups)["block0"] == pytest.approx(before["block0"] * 1.01, rel=1e-4)
+
+
+def test_flops_per_token_counts_matmuls_and_attention():
+    model = _tiny_model()
+    c = model.cfg
+    assert flops_per_token(model) == 6 * model.num_params() + 12 * c.n_layer * c.d_model * c.seq_len
+
+
+class _FakeWriter:
+    def __init__(self, log_dir, purge_step):
+        self.events, self.closed, self.purge_step = [], False, purge_step
+
+    def add_scalar(self, tag, value, step):
+        self.events.append((tag, value, step))
+
+    def close(self):
+        self.closed = True
+
+
+def test_tensorboard_sink_publishes_flattened_scalars(tmp_path):
+    sink = TensorBoardSink(tmp_path, start_step=0, writer_cls=_FakeWriter)
+    row = {"step": 10, "loss": 2.5, "grad_norm_groups": {"block0": 0.5}, "memory_kind": "rss",
+           "eval": {"code": {"top1": 0.25}}}
+    sink.publish(10, flatten(row))
+    sink.close()
+    assert sorted(sink.writer.events) == [("eval/code/top1", 0.25, 10), ("grad_norm_groups/block0", 0.5, 10),
+                                          ("loss", 2.5, 10)]
+    assert sink.writer.closed
+
+
+def test_real_tensorboard_writer_when_installed(tmp_path):
+    pytest.importorskip("torch.utils.tensorboard", reason="tensorboard is not installed (optional sink)")
+    sink = TensorBoardSink(tmp_path, start_step=0)
+    sink.publish(1, {"loss": 1.0})
+    sink.close()
+    assert list(tmp_path.glob("events.out.tfevents.*"))

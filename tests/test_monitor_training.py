@@ -1,0 +1,120 @@
+"""The monitor inside real (micro) training runs: NaN halts with a diagnosis, a slow loader is reported."""
+import json
+import time
+
+import pytest
+
+from scratchlm import stages
+from scratchlm.cli import main
+from scratchlm.config import load_config
+from scratchlm.ids import read_json
+from scratchlm.model import GPT
+from scratchlm.pipeline import plan_artifacts
+from scratchlm.train.loader import MixtureLoader
+from scratchlm.train.loop import TrainingHalted
+
+from test_cli import scratchlm
+
+
+@pytest.fixture(scope="module")
+def prepared(builtin_corpus, micro_config, tmp_path_factory):
+    """A config whose data, tokenizer and shards are built; each test trains its own variant."""
+    d = tmp_path_factory.mktemp("monitor")
+    path = micro_config(d, builtin_corpus, steps=20, ckpt=20, extra="[monitor]\npeak_flops = 1e12\n")
+    cfg = load_config(path)
+    art = plan_artifacts(cfg)
+    stages.stage_data(cfg, art)
+    stages.stage_tokenizer(cfg, art)
+    stages.stage_shards(cfg, art)
+    return path
+
+
+def _variant(path, name, **train):
+    text = path.read_text()
+    for key, value in train.items():
+        text = text.replace("[train]\n", f"[train]\n{key} = {value}\n", 1)
+    lines, seen = [], set()
+    for line in text.splitlines():  # the first occurrence of a [train] key wins: drop the template's
+        key = line.split("=")[0].strip()
+        if key in train and key in seen:
+            continue
+        seen.add(key)
+        lines.append(line)
+    variant = path.with_name(f"{name}.toml")
+    variant.write_text("\n".join(lines) + "\n")
+    return load_config(variant)
+
+
+def test_huge_learning_rate_halts_with_a_diagnosis(prepared):
+    cfg = _variant(prepared, "huge_lr", learning_rate="1e30", grad_clip="0.0")
+    r = scratchlm("train", "-c", str(cfg.path))
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "not finite" in errors[0] and "diagnosis.json" in errors[0]
+    assert "Traceback" not in r.stderr
+    train_dir = plan_artifacts(cfg)["train"].dir
+    d = read_json(train_dir / "diagnosis.json")  # strict JSON: no bare NaN
+    assert d["nonfinite_grads"] and d["lr"] > 1e28  # the recorded LR points at the cause
+    assert len(d["batch"]) == cfg.train.batch_size and all(row["doc_ids"] for row in d["batch"])
+    assert not (train_dir / "manifest.json").exists()  # a halted run is not a finished artifact
+    alerts = [json.loads(line) for line in (train_dir / "alerts.jsonl").read_text().splitlines()]
+    assert alerts[-1]["detector"] == "nonfinite" and alerts[-1]["verdict"] == "error"
+
+
+def test_poisoned_forward_halts_at_that_step_naming_the_batch(prepared, monkeypatch):
+    cfg = _variant(prepared, "poisoned", max_steps=30)
+    poison_at = 12
+
+    class Poisoned(GPT):
+        calls = 0
+
+        def forward(self, idx, targets=None, **kw):
+            logits, loss = super().forward(idx, targets, **kw)
+            if self.training and targets is not None:
+                Poisoned.calls += 1
+                if Poisoned.calls > poison_at:
+                    loss = loss * float("nan")
+            return logits, loss
+
+    monkeypatch.setattr("scratchlm.train.loop.GPT", Poisoned)
+    art = plan_artifacts(cfg)
+    with pytest.raises(TrainingHalted, match=f"step {poison_at}"):
+        stages.stage_train(cfg, art)
+    d = read_json(art["train"].dir / "diagnosis.json")
+    assert d["step"] == poison_at and d["loss"] == "nan"
+    assert d["last_metrics"]["step"] == 10 and "weight_norm" in d["last_metrics"]
+    loader = MixtureLoader(art["shards"].dir, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
+    which, starts = loader.positions(poison_at)
+    assert [r["source"] for r in d["batch"]] == [loader.sources[s] for s in which]
+    assert [r["token_offset"] for r in d["batch"]] == starts.tolist()
+    for row in d["batch"]:
+        source, doc = row["doc_ids"][0].split(":")
+        shard = loader.shards[loader.sources.index(source)]
+        assert shard.docs[int(doc), 0] == row["token_offset"] - row["offset_in_first_doc"]
+
+
+def test_slow_loader_triggers_the_stall_warning_and_the_dashboard_shows_it(prepared, monkeypatch, tmp_path):
+    cfg = _variant(prepared, "slow", max_steps=10, eval_every=10, checkpoint_every=10)
+    cfg.monitor.stall_share = 0.05  # a healthy in-memory loader waits ~1% of the step on this machine
+    original = MixtureLoader.batch
+
+    def slow_batch(self, step, micro=0):
+        time.sleep(0.3)  # the micro model's step takes milliseconds (a second on a loaded machine)
+        return original(self, step, micro)
+
+    monkeypatch.setattr(MixtureLoader, "batch", slow_batch)
+    art = plan_artifacts(cfg)
+    summary = stages.stage_train(cfg, art)
+    assert summary["monitor"]["loader_stall"]["verdict"] == "warning"
+    rows = [json.loads(line) for line in (art["train"].dir / "metrics.jsonl").read_text().splitlines()]
+    logged = [r for r in rows if "loss" in r]
+    assert all(r["data_wait_share"] > cfg.monitor.stall_share for r in logged)
+    assert {"grad_norm_groups", "weight_norm", "update_ratio", "mfu", "memory_bytes"} <= set(logged[-1])
+    evals = [r for r in rows if "eval" in r]
+    assert {"logit_max", "logit_max_mean", "logit_std", "entropy", "top1", "top10"} <= set(
+        next(iter(evals[-1]["eval"].values())))
+    assert (art["train"].dir / "samples" / "step_0000010.diff").exists()
+    assert main(["report", str(cfg.workdir)]) == 0
+    assert main(["report"]) == 2 and main(["report", str(cfg.workdir), "-c", str(cfg.path)]) == 2
+    page = (cfg.workdir / "dashboard.html").read_text()
+    assert "loader_stall" in page and 'class="chart"' in page and "waiting for data" in page
