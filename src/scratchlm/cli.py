@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--budget-hours", type=float, default=None)
     p.add_argument("--skip-resume", action="store_true", help="do not run the (real) resume verification")
+    p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
     p.add_argument("--json", action="store_true")
 
     corpus = sub.add_parser("corpus", help="built-in corpus").add_subparsers(dest="verb", required=True)

@@ -54,7 +54,7 @@ def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
     return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out), force)
 
 
-def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict | None:
+def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0) -> dict | None:
     """Plan the training about to start (not when it is already done); refuse a plan in error unless forced."""
     from .errors import UserError
     from .plan.make import make_plan
@@ -62,7 +62,7 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False) -> di
 
     if art["train"].done:
         return None
-    plan = make_plan(cfg, art=art)
+    plan = make_plan(cfg, art=art, probe_seconds=probe_seconds)
     log(render_plan(plan))
     if plan["level"] == "error" and not force:
         errors = "; ".join(f"{v['name']}: {v['summary']}" for v in plan["verdicts"] if v["level"] == "error")

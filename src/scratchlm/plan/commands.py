@@ -19,7 +19,7 @@ def plan_command(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def check_command(cfg: Config, args: argparse.Namespace) -> int:
-    plan = make_plan(cfg, budget_hours=args.budget_hours)
+    plan = make_plan(cfg, budget_hours=args.budget_hours, probe_seconds=args.probe_seconds)
     resume = None if args.skip_resume else verify_resume(cfg)
     items = run_checklist(cfg, plan, resume)
     if args.json:

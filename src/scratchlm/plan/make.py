@@ -118,7 +118,7 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
     fits_somehow = configured.total <= MEMORY_HEADROOM * target.memory or rec["fits"]
     if target.local and fits_somehow and probe_seconds > 0:
         log("plan: measuring the matmul peak and probing the training step")
-        peak = measure_matmul_peak(device, precision)
+        peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
         micro, accum, probe_ckpt = _probe_shape(cfg, configured, rec, arith, peak, target.memory)
         shards_dir = art["shards"].dir if art["shards"].done else None
         probe = run_probe(cfg, vocab, device, precision, micro, accum, probe_ckpt, shards_dir, probe_seconds)
