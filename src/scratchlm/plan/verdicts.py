@@ -39,7 +39,7 @@ def corpus_verdict(corpus: dict, arithmetic: dict) -> Verdict:
                        f"{have:,} tokens for {planned:,} planned", ev)
     if have < need:
         return Verdict("corpus", "warning", f"{have:,} tokens = {ratio:.1f} per parameter, under the "
-                       f"{arithmetic['tokens_per_param']:g} wanted ({need:,}); a smaller model fits this data", ev)
+                       f"{arithmetic['tokens_per_param']:g} wanted ({need:,})", ev)
     return Verdict("corpus", "ok", f"{have:,} tokens = {ratio:.1f} per parameter (>= {need:,} needed)", ev)
 
 
