@@ -31,7 +31,7 @@ def test_loss_decreases_and_report_is_written(micro_run):
     rows = [r for r in _metrics(micro_run) if "loss" in r]
     assert rows[-1]["loss"] < rows[0]["loss"] - 0.5
     report = (micro_run.workdir / "report.md").read_text()
-    assert "unigram baseline" in report and "## Samples" in report
+    assert "unigram baseline" in report and "## Samples" in report and "## Plan" in report
     data = read_json(micro_run.workdir / "report.json")
     assert set(data["eval"]["domains"]) == {"code", "docs", "web"}
     lineage = read_json(micro_run.workdir / "lineage.json")

@@ -24,6 +24,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run every stage in order, skipping those already up to date")
     _config_arg(p)
     p.add_argument("--resume", action="store_true", help="continue training from its latest checkpoint")
+    p.add_argument("--force", action="store_true", help="train even when the plan ends in error")
+
+    p = sub.add_parser("plan", help="measure compute, memory and time on this hardware; verdicts before training")
+    _config_arg(p)
+    p.add_argument("--gpu", default=None, help="plan for a preset device instead of this one (e.g. h100, a100-80gb)")
+    p.add_argument("--budget-hours", type=float, default=None, help="wall-clock budget the run must fit in")
+    p.add_argument("--price-per-hour", type=float, default=None, help="device price, for the cost line")
+    p.add_argument("--tokens-per-param", type=float, default=20.0, help="tokens per parameter wanted (20-100)")
+    p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+    p = sub.add_parser("check", help="preflight checklist: each classic mistake, with its verdict and evidence")
+    _config_arg(p)
+    p.add_argument("--budget-hours", type=float, default=None)
+    p.add_argument("--skip-resume", action="store_true", help="do not run the (real) resume verification")
+    p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
+    p.add_argument("--json", action="store_true")
 
     corpus = sub.add_parser("corpus", help="built-in corpus").add_subparsers(dest="verb", required=True)
     p = corpus.add_parser("builtin", help="write the built-in corpus as JSONL")
@@ -152,8 +169,12 @@ def dispatch(args: argparse.Namespace) -> int:
 
         cfg = load_config(args.config)
         if args.command == "run":
-            stages.run_all(cfg, resume=args.resume)
+            stages.run_all(cfg, resume=args.resume, force=args.force)
             return 0
+        if args.command in ("plan", "check"):
+            from .plan.commands import check_command, plan_command
+
+            return (plan_command if args.command == "plan" else check_command)(cfg, args)
         art = plan_artifacts(cfg)
         if args.command == "data":
             stages.stage_data(cfg, art, args.force)

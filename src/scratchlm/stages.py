@@ -54,11 +54,28 @@ def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
     return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out), force)
 
 
-def run_all(cfg: Config, resume: bool = False) -> dict:
+def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0) -> dict | None:
+    """Plan the training about to start (not when it is already done); refuse a plan in error unless forced."""
+    from .errors import UserError
+    from .plan.make import make_plan
+    from .plan.render import render_plan
+
+    if art["train"].done:
+        return None
+    plan = make_plan(cfg, art=art, probe_seconds=probe_seconds)
+    log(render_plan(plan))
+    if plan["level"] == "error" and not force:
+        errors = "; ".join(f"{v['name']}: {v['summary']}" for v in plan["verdicts"] if v["level"] == "error")
+        raise UserError(f"the plan ends in error ({errors}); fix the config or pass --force to train anyway")
+    return plan
+
+
+def run_all(cfg: Config, resume: bool = False, force: bool = False) -> dict:
     art = plan_artifacts(cfg)
     stage_data(cfg, art)
     stage_tokenizer(cfg, art)
     stage_shards(cfg, art)
+    stage_plan(cfg, art, force)
     stage_train(cfg, art, resume=resume)
     stage_eval(cfg, art)
     result = stage_report(cfg, art)

@@ -71,6 +71,12 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md.append(_table(["domain", "clean docs", "held out", "val tokens", "note"],
                      [[d, p["clean_docs"], p["held_out"], shards["val"].get(d, {}).get("tokens"), p["note"]]
                       for d, p in data["validation_plan"].items()]))
+    plan_file = workdir / "plan" / f"{ids.get('train')}.json"
+    plan = read_json(plan_file) if plan_file.exists() else None
+    if plan:
+        from ..plan.render import plan_markdown
+
+        md += [""] + plan_markdown(plan)
     md += ["", "## Training", ""]
     md.append(f"{train_summary['n_params']:,} parameters ({train_summary['n_params_non_embedding']:,} without "
               f"embeddings), {train_summary['steps']} steps, {train_summary['tokens']:,} tokens, on "
@@ -95,7 +101,7 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
     md += monitoring_section(dirs["train"], out)  # MONITOR: verdicts, dashboard.html, plots/
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation}
+    report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation, "plan": plan}
     write_json(out / "report.json", report)
     for name in ("report.md", "report.json", "dashboard.html") + ((plot.name,) if plot else ()):
         (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run

@@ -1,0 +1,153 @@
+"""`scratchlm check`: the preflight checklist. Each line names the mistake it guards against, then the verdict
+and its evidence. A guard whose stage is not built reports "not available", never ok."""
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from typing import Any, Iterator
+
+from ..config import Config
+from ..ids import read_json
+from ..pipeline import MANIFEST, Artifact, plan_artifacts
+from .verdicts import NOT_AVAILABLE, Verdict
+
+
+def _stage_records(art: dict[str, Artifact]) -> Iterator[tuple[str, Any]]:
+    """Every JSON record the finished stages wrote: manifests and their top-level JSON files."""
+    for stage, a in art.items():
+        if not a.done:
+            continue
+        for f in sorted(a.dir.glob("*.json")):
+            try:
+                yield f"{stage}/{f.name}", read_json(f)
+            except ValueError:
+                continue
+
+
+def _find_key(obj: Any, names: tuple[str, ...], path: str = "") -> tuple[str, Any] | None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if any(n in str(k).lower() for n in names):
+                return f"{path}.{k}".lstrip("."), v
+        for k, v in obj.items():
+            found = _find_key(v, names, f"{path}.{k}")
+            if found:
+                return found
+    return None
+
+
+def _stage_evidence(art: dict[str, Artifact], names: tuple[str, ...]) -> tuple[str, Any] | None:
+    for where, record in _stage_records(art):
+        found = _find_key(record, names)
+        if found:
+            return f"{where}: {found[0]}", found[1]
+    return None
+
+
+def _built_elsewhere(name: str, art: dict[str, Artifact], keys: tuple[str, ...], stage: str) -> Verdict:
+    """A guard that another stage provides: ok only when its output is in the artifacts."""
+    found = _stage_evidence(art, keys)
+    if found is None:
+        state = "has not run" if not art[stage].done else "records no such step"
+        return Verdict(name, NOT_AVAILABLE, f"no `{keys[0]}` entry in the stage artifacts (the {stage} stage "
+                       f"{state}); this guard is not in effect", {})
+    where, value = found
+    disabled = value is False or (isinstance(value, dict) and value.get("enabled") is False)
+    return Verdict(name, "warning" if disabled else "ok",
+                   f"{'disabled' if disabled else 'applied'} ({where})", {"where": where, "value": value})
+
+
+def _explicit_weights(cfg: Config) -> list[str]:
+    raw = tomllib.loads(cfg.path.read_text(encoding="utf-8")) if cfg.path else {}
+    return [s.get("name", "?") for s in raw.get("data", {}).get("sources", []) if "weight" not in s]
+
+
+def _git_state(cfg: Config) -> str:
+    if cfg.path is None:
+        return "no config file"
+    try:
+        r = subprocess.run(["git", "status", "--porcelain", "--", cfg.path.name], cwd=cfg.path.parent,
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "git not available"
+    if r.returncode != 0:
+        return "not in a git repository"
+    return "committed, unchanged" if not r.stdout.strip() else "changed since the last commit"
+
+
+def run_checklist(cfg: Config, plan: dict, resume: Verdict | None) -> list[Verdict]:
+    art = plan_artifacts(cfg)
+    by_name = {v["name"]: v for v in plan["verdicts"]}
+    t = cfg.train
+    out: list[Verdict] = []
+
+    c = by_name["corpus"]
+    out.append(Verdict("corpus size in tokens, not bytes", c["level"], c["summary"], c["evidence"]))
+    out.append(_built_elsewhere("fuzzy dedup applied", art, ("dedup", "near_dup", "minhash"), "data"))
+
+    implicit = _explicit_weights(cfg)
+    shares = {}
+    if art["shards"].done:
+        shards = read_json(art["shards"].dir / "shards.json")["train"]
+        wsum, tsum = sum(v["weight"] for v in shards.values()), sum(v["tokens"] for v in shards.values())
+        shares = {n: {"share_of_training": v["weight"] / wsum, "share_of_corpus": v["tokens"] / max(1, tsum)}
+                  for n, v in shards.items()}
+    text = ", ".join(f"{n} {s['share_of_training']:.0%} of training ({s['share_of_corpus']:.0%} of tokens)"
+                     for n, s in shares.items()) or "shares known once the shards are built"
+    out.append(Verdict("domain mix explicit", "warning" if implicit else "ok",
+                       (f"sources without an explicit weight (default 1.0): {', '.join(implicit)}; " if implicit
+                        else "every source has a weight; ") + text, {"implicit": implicit, "shares": shares}))
+
+    if art["data"].done:
+        vplan = read_json(art["data"].dir / "stats.json")["validation_plan"]
+        held = {d: p["held_out"] for d, p in vplan.items()}
+        level = "ok" if all(held.values()) else ("error" if not any(held.values()) else "warning")
+        out.append(Verdict("eval sets split off first", level,
+                           "validation drawn per domain from the cleaned corpus before training: "
+                           + ", ".join(f"{d} {n} docs" for d, n in held.items()), {"held_out": held}))
+        missing = [d for d, n in held.items() if not n]
+        out.append(Verdict("per-domain validation configured", "ok" if not missing else "warning",
+                           f"{len(held) - len(missing)} of {len(held)} domains have a validation split"
+                           + (f"; none for {', '.join(missing)}" if missing else ""), {"held_out": held}))
+    else:
+        for name in ("eval sets split off first", "per-domain validation configured"):
+            out.append(Verdict(name, NOT_AVAILABLE, "the data stage has not run (`scratchlm data prepare`)", {}))
+    out.append(_built_elsewhere("eval contamination checked", art, ("contamination",), "data"))
+    out.append(_built_elsewhere("tokenizer fertility across the languages of use", art, ("fertility",),
+                                "tokenizer"))
+
+    fit = [by_name[n] for n in ("memory", "time") if n in by_name]
+    level = max((v["level"] for v in fit), key=("ok", "warning", "error").index)
+    out.append(Verdict("plan fits, restart included", level, "; ".join(f"{v['name']}: {v['summary']}" for v in fit),
+                       {v["name"]: v["evidence"] for v in fit}))
+    ctx = by_name["context"]
+    out.append(Verdict("context length matches the data", ctx["level"], ctx["summary"], ctx["evidence"]))
+    out.append(resume or Verdict("resume verified on this exact config", NOT_AVAILABLE, "skipped (--skip-resume)",
+                                 {}))
+
+    step = (plan.get("probe") or {}).get("step_seconds")
+    every = f"every {t.checkpoint_every} steps" + (f" (~{t.checkpoint_every * step / 60:.1f} min of training)"
+                                                    if step else "")
+    level = "ok" if t.checkpoint_every < t.max_steps and t.keep_last >= 2 else "warning"
+    out.append(Verdict("checkpoint interval and retention set", level,
+                       f"{every}, keep the last {t.keep_last}"
+                       + ("" if level == "ok" else ": a crash loses the whole run or leaves no fallback checkpoint"),
+                       {"checkpoint_every": t.checkpoint_every, "keep_last": t.keep_last, "max_steps": t.max_steps}))
+    out.append(Verdict("gradient clipping on", "ok" if t.grad_clip > 0 else "warning",
+                       f"grad_clip = {t.grad_clip}" + ("" if t.grad_clip > 0 else
+                                                       ": one bad batch can blow up the weights"), {}))
+    ids = {s: a.id for s, a in art.items() if s in ("data", "tokenizer", "shards", "train")}
+    git = _git_state(cfg)
+    out.append(Verdict("config, data and tokenizer versioned", "ok" if git == "committed, unchanged" else "warning",
+                       "content-derived IDs " + ", ".join(f"{s} {i}" for s, i in ids.items())
+                       + f" (recorded in every checkpoint); config file: {git}", {"ids": ids, "git": git}))
+    return out
+
+
+def render_checklist(items: list[Verdict]) -> str:
+    from .render import MARK
+
+    width = max(len(v.name) for v in items)
+    lines = ["scratchlm check", ""]
+    lines += [f"  [{MARK[v.level]:>7}] {v.name:<{width}}  {v.summary}" for v in items]
+    return "\n".join(lines)

@@ -1,0 +1,29 @@
+"""The `scratchlm plan` and `scratchlm check` commands: parse-free glue between the CLI and the plan package."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..config import Config
+from .check import render_checklist, run_checklist
+from .make import make_plan
+from .render import render_plan
+from .resume import verify_resume
+
+
+def plan_command(cfg: Config, args: argparse.Namespace) -> int:
+    plan = make_plan(cfg, gpu=args.gpu, budget_hours=args.budget_hours, price_per_hour=args.price_per_hour,
+                     tokens_per_param=args.tokens_per_param, probe_seconds=args.probe_seconds)
+    print(json.dumps(plan, indent=2, default=str) if args.json else render_plan(plan))
+    return 1 if plan["level"] == "error" else 0
+
+
+def check_command(cfg: Config, args: argparse.Namespace) -> int:
+    plan = make_plan(cfg, budget_hours=args.budget_hours, probe_seconds=args.probe_seconds)
+    resume = None if args.skip_resume else verify_resume(cfg)
+    items = run_checklist(cfg, plan, resume)
+    if args.json:
+        print(json.dumps([v.as_dict() for v in items], indent=2, default=str))
+    else:
+        print(render_checklist(items))
+    return 1 if any(v.level == "error" for v in items) else 0

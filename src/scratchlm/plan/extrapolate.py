@@ -1,0 +1,44 @@
+"""From the probe's measured step to the whole run: training, checkpoints, evaluations, one restart, cost."""
+from __future__ import annotations
+
+from ..config import Config
+
+
+def _events(steps: int, every: int) -> int:
+    """How often the loop does something 'every N steps and at the end'."""
+    return steps // every + (1 if steps % every else 0)
+
+
+def extrapolate(cfg: Config, probe: dict, n_domains: int, n_prompts: int,
+                price_per_hour: float | None = None) -> dict:
+    t = cfg.train
+    step = probe["step_seconds"]
+    train = t.max_steps * step
+    n_ckpt = _events(t.max_steps, t.checkpoint_every)
+    checkpoints = n_ckpt * probe["checkpoint_seconds"]
+    n_eval = _events(t.max_steps, t.eval_every)
+    # evaluation runs batches of train.batch_size; the probe timed batches of its own micro-batch
+    eval_batch = probe["eval_batch_seconds"] * t.batch_size / probe["micro_batch"]
+    one_eval = n_domains * cfg.eval.max_batches * eval_batch + n_prompts * cfg.eval.max_new_tokens * \
+        probe["decode_token_seconds"]
+    evals = n_eval * one_eval
+    # A crash just before the next checkpoint loses checkpoint_every steps: plan for the worst case, once.
+    lost = min(t.checkpoint_every, t.max_steps) * step
+    restart = lost + probe["restore_seconds"] + probe["build_seconds"]
+    total = train + checkpoints + evals + restart
+    out = {"train_seconds": train, "checkpoints": n_ckpt, "checkpoint_seconds": checkpoints,
+           "evaluations": n_eval, "eval_seconds": evals, "restart_seconds": restart,
+           "restart_lost_steps": min(t.checkpoint_every, t.max_steps), "total_seconds": total,
+           "checkpoint_bytes_on_disk": probe["checkpoint_bytes"] * min(t.keep_last, n_ckpt)}
+    if price_per_hour is not None:
+        out["cost"] = total / 3600 * price_per_hour
+        out["price_per_hour"] = price_per_hour
+    return out
+
+
+def hours(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

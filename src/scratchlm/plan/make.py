@@ -1,0 +1,200 @@
+"""`scratchlm plan`: put arithmetic, memory, probe, extrapolation and verdicts together into one plan."""
+from __future__ import annotations
+
+import torch
+
+from ..config import Config, ModelConfig
+from ..errors import UserError
+from ..ids import read_json, write_json
+from ..model import GPT
+from ..pipeline import Artifact, plan_artifacts
+from ..progress import log
+from ..train.device import pick_device, pick_precision
+from .arithmetic import DEFAULT_TOKENS_PER_PARAM, count_params, flops_per_token, model_arithmetic, tokens_needed
+from .corpus import corpus_tokens, document_lengths
+from .extrapolate import extrapolate
+from .hardware import GiB, measure_matmul_peak, resolve_target
+from .memory import estimate_memory, recommend_batch
+from .peakmem import rss_bytes
+from .shrink import config_diff, largest_fitting
+from .verdicts import (MEMORY_HEADROOM, Verdict, context_verdict, corpus_verdict, estimate_verdict,
+                       memory_verdict, time_verdict, worst)
+
+ASSUMED_CUDA_CONTEXT = GiB // 2  # typical CUDA context + cuBLAS workspace; measured when the GPU is local
+PROBE_MAX_MICRO_SECONDS = 20.0  # a micro-batch predicted slower than this is probed at a smaller size
+PROBE_ASSUMED_MFU = 0.25  # only to predict that time, before anything is measured
+
+
+def check_model_buildable(m: ModelConfig, vocab: int, where: str) -> None:
+    for key in ("n_layer", "d_model", "n_head", "seq_len"):
+        if getattr(m, key) <= 0:
+            raise UserError(f"{where}: `model.{key}` must be > 0 to build a model, got {getattr(m, key)}")
+    if m.mlp_ratio <= 0:
+        raise UserError(f"{where}: `model.mlp_ratio` must be > 0, got {m.mlp_ratio}")
+    try:
+        with torch.device("meta"):
+            GPT(m, vocab)
+    except Exception as e:  # noqa: BLE001 - any failure here is a config the trainer could not use either
+        raise UserError(f"{where}: the [model] section cannot build a model: {str(e).splitlines()[0]}") from None
+
+
+def vocab_size(cfg: Config, art: dict[str, Artifact]) -> tuple[int, str]:
+    if art["shards"].done:
+        return read_json(art["shards"].dir / "shards.json")["vocab_size"], "shards.json"
+    if art["tokenizer"].done:
+        return read_json(art["tokenizer"].dir / "tokenizer_info.json")["vocab_size"], "the trained tokenizer"
+    return cfg.tokenizer.vocab_size, "tokenizer.vocab_size (not trained yet)"
+
+
+def _framework_overhead(target, device: torch.device) -> tuple[int, str]:
+    if not target.local:
+        return ASSUMED_CUDA_CONTEXT, "assumed CUDA context (~0.5 GiB, typical; not measured here)"
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        used = total - free - torch.cuda.memory_reserved(device)
+        return used, "measured: device memory in use outside torch's allocator (CUDA context, other processes)"
+    return rss_bytes(), "measured: this process's resident memory before the model (Python, torch, libraries)"
+
+
+def _probe_shape(cfg: Config, configured, rec: dict, arith: dict, peak: float,
+                 memory: int) -> tuple[int, int, bool]:
+    """The configured batch split when it fits, else the recommended one; smaller if a micro-batch would be slow."""
+    t = cfg.train
+    if configured.total <= MEMORY_HEADROOM * memory:
+        micro, accum, ckpt = t.batch_size, t.grad_accum, configured.activation_checkpointing
+    else:
+        micro, accum, ckpt = rec["micro_batch"], rec["grad_accum"], rec["activation_checkpointing"]
+    global_batch = micro * accum
+    while micro > 1 and arith["flops_per_token"] * micro * cfg.model.seq_len / (peak * PROBE_ASSUMED_MFU) \
+            > PROBE_MAX_MICRO_SECONDS:
+        micro = max(d for d in range(1, micro) if global_batch % d == 0)
+        accum = global_batch // micro
+    return micro, accum, ckpt
+
+
+
+def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = None,
+              price_per_hour: float | None = None, tokens_per_param: float = DEFAULT_TOKENS_PER_PARAM,
+              probe_seconds: float = 3.0, art: dict[str, Artifact] | None = None, save: bool = True) -> dict:
+    from .probe import run_probe
+
+    where = str(cfg.path) if cfg.path else "config"
+    if budget_hours is not None and budget_hours <= 0:
+        raise UserError(f"--budget-hours must be > 0, got {budget_hours:g}")
+    if price_per_hour is not None and price_per_hour < 0:
+        raise UserError(f"--price-per-hour must be >= 0, got {price_per_hour:g}")
+    if tokens_per_param <= 0:
+        raise UserError(f"--tokens-per-param must be > 0, got {tokens_per_param:g}")
+    art = art or plan_artifacts(cfg)
+    vocab, vocab_from = vocab_size(cfg, art)
+    check_model_buildable(cfg.model, vocab, where)
+    t, m = cfg.train, cfg.model
+    device = pick_device(t.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"{where}: `train.device` is cuda but no CUDA device is visible")
+    target = resolve_target(gpu, device)
+    precision = pick_precision(t.precision, device) if target.local else (
+        "bf16" if t.precision == "auto" else t.precision)
+    ckpt = bool(getattr(t, "activation_checkpointing", False))
+    global_batch = t.batch_size * t.grad_accum
+    arith = model_arithmetic(m, vocab, global_batch * m.seq_len, t.max_steps, tokens_per_param)
+    overhead, overhead_note = _framework_overhead(target, device)
+
+    def estimate(model_cfg: ModelConfig, micro: int, accum: int, checkpointing: bool):
+        return estimate_memory(model_cfg, vocab, micro, accum, precision, t.optimizer, target.device_type,
+                               checkpointing, overhead, overhead_note)
+
+    configured = estimate(m, t.batch_size, t.grad_accum, ckpt)
+    memory = {"configured": configured.as_dict(),
+              "activations_without_checkpointing": configured.activations_no_ckpt,
+              "activations_with_checkpointing": configured.activations_ckpt}
+    rec = recommend_batch(m, vocab, global_batch, precision, t.optimizer, target.device_type, target.memory,
+                          overhead, ckpt, MEMORY_HEADROOM)
+    memory["recommendation"] = rec
+    verdicts = [memory_verdict(configured.total, target.memory, rec,
+                               {"activation_checkpointing": ckpt})]
+
+    probe, time_plan, comparison = None, None, None
+    fits_somehow = configured.total <= MEMORY_HEADROOM * target.memory or rec["fits"]
+    if target.local and fits_somehow and probe_seconds > 0:
+        log("plan: measuring the matmul peak and probing the training step")
+        peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
+        micro, accum, probe_ckpt = _probe_shape(cfg, configured, rec, arith, peak, target.memory)
+        shards_dir = art["shards"].dir if art["shards"].done else None
+        probe = run_probe(cfg, vocab, device, precision, micro, accum, probe_ckpt, shards_dir, probe_seconds)
+        achieved = arith["flops_per_token"] * probe["tokens_per_s"]
+        probe.update({"matmul_peak_flops": peak, "achieved_flops": achieved, "mfu_measured_peak": achieved / peak,
+                      "datasheet_peak_flops": target.datasheet_peak.get(precision),
+                      "mfu_datasheet": achieved / target.datasheet_peak[precision]
+                      if precision in target.datasheet_peak else None})
+        compared = estimate(m, micro, accum, probe_ckpt)
+        comparison = {"estimate": compared.peak, "measured": probe["peak_memory"],
+                      "ratio": compared.peak / max(1, probe["peak_memory"]), "micro_batch": micro,
+                      "grad_accum": accum, "phase": compared.peak_phase}
+        verdicts.append(estimate_verdict(compared.peak, probe["peak_memory"], probe["memory_method"]))
+    corpus = corpus_tokens(cfg, art)
+    n_domains = len(read_json(art["shards"].dir / "shards.json")["val"]) if art["shards"].done else \
+        len({s.domain for s in cfg.data.sources})
+    lower_bound = None
+    if probe is not None:
+        time_plan = extrapolate(cfg, probe, n_domains, len(cfg.eval.prompts) or n_domains, price_per_hour)
+        verdicts.append(time_verdict(time_plan["total_seconds"], budget_hours, measured=True))
+    else:
+        peak_flops = target.datasheet_peak.get(precision)
+        lower_bound = arith["planned_flops"] / peak_flops if peak_flops else None
+        verdicts.append(time_verdict(None, budget_hours, measured=False, lower_bound_seconds=lower_bound))
+    verdicts.insert(0, corpus_verdict(corpus, arith))
+    verdicts.append(context_verdict(document_lengths(art, m.seq_len), m.seq_len))
+
+    suggestion = None
+    failing = {v.name for v in verdicts if v.level == "error" or (v.name == "corpus" and v.level != "ok")}
+    if failing & {"memory", "time", "corpus"}:
+        suggestion = _suggest(cfg, vocab, precision, target, overhead, corpus, budget_hours, tokens_per_param,
+                              time_plan, lower_bound, arith, failing)
+    plan = {"config": str(cfg.path) if cfg.path else None, "train_id": art["train"].id,
+            "target": vars(target), "precision": precision, "vocab_from": vocab_from,
+            "budget_hours": budget_hours, "arithmetic": arith, "memory": memory, "probe": probe,
+            "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
+            "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,
+            "level": worst(v.level for v in verdicts)}
+    if save:
+        path = cfg.workdir / "plan" / f"{art['train'].id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, plan)
+        plan["path"] = str(path)
+    return plan
+
+
+def _suggest(cfg: Config, vocab: int, precision: str, target, overhead: int, corpus: dict,
+             budget_hours: float | None, tokens_per_param: float, time_plan: dict | None,
+             lower_bound: float | None, arith: dict, failing: set[str]) -> dict | None:
+    t, m = cfg.train, cfg.model
+    global_batch = t.batch_size * t.grad_accum
+    seconds = time_plan["total_seconds"] if time_plan else lower_bound
+    ckpt = bool(getattr(t, "activation_checkpointing", False))
+
+    def fits(cand: ModelConfig) -> dict | None:
+        rec = recommend_batch(cand, vocab, global_batch, precision, t.optimizer, target.device_type,
+                              target.memory, overhead, ckpt, MEMORY_HEADROOM)
+        if not rec["fits"]:
+            return None
+        if "corpus" in failing and tokens_needed(count_params(cand, vocab).total, tokens_per_param) > corpus["tokens"]:
+            return None
+        if budget_hours is not None and seconds is not None:
+            # same steps and batch; time scales with FLOPs per token at the MFU measured for this model
+            scale = flops_per_token(cand, vocab)["total"] / arith["flops_per_token"]
+            if seconds * scale > budget_hours * 3600:
+                return None
+        extra = {}
+        if rec["micro_batch"] != t.batch_size:
+            extra["batch_size"] = (t.batch_size, rec["micro_batch"])
+            extra["grad_accum"] = (t.grad_accum, rec["grad_accum"])
+        if rec["activation_checkpointing"] and not ckpt:
+            extra["activation_checkpointing"] = (False, True)
+        return extra
+
+    found = largest_fitting(m, vocab, fits)
+    if found is None:
+        return {"fits": False, "why": sorted(failing), "text": "no smaller model of the same family fits"}
+    return {"fits": True, "why": sorted(failing), "params": found["params"],
+            "diff": config_diff(m, found["model"], found["extra"])}

@@ -1,0 +1,140 @@
+"""Memory of one training step, estimated from shapes: weights, gradients, optimizer states, activations.
+
+The activation term counts, tensor by tensor, what autograd saves in `scratchlm.model.gpt` for the backward
+pass (a test checks the count against `torch.autograd.graph.saved_tensors_hooks` exactly). Under bf16/fp16
+autocast the weights stay fp32 (they are the master weights) and each matmul saves its own half-precision copy
+of its input, while the norms and QK-norm compute and save in fp32; the formulas follow that.
+
+The peak of a step is reached either at the start of the backward pass (every activation still saved, plus
+the cross-entropy gradients over the vocabulary) or at the optimizer step (every gradient, plus the
+optimizer's temporaries), whichever is larger.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import ModelConfig
+from .arithmetic import Shapes, count_params
+
+FP32 = 4
+INDEX = 8  # int64 token ids
+HALF_PRECISIONS = ("bf16", "fp16")
+GiB = 1024 ** 3
+
+
+def optimizer_state_bytes(optimizer: str, n_params: int, n_matrices: int) -> int:
+    """AdamW keeps two fp32 moments per parameter; Muon one momentum buffer for the hidden matrices it updates
+    (the embeddings, head and 1-D parameters stay on AdamW). MuonH adds one scalar per matrix: negligible."""
+    if optimizer in ("muon", "muonh"):
+        return FP32 * n_matrices + 2 * FP32 * (n_params - n_matrices)
+    return 2 * FP32 * n_params
+
+
+def layer_activation_bytes(m: ModelConfig, s: Shapes, precision: str) -> int:
+    """Bytes autograd saves per token in one transformer block."""
+    a = 2 if precision in HALF_PRECISIONS else FP32  # what autocast's matmuls and SDPA produce
+    half = precision in HALF_PRECISIONS
+    norm = 2 * FP32 * s.d_model + FP32  # RMSNorm (fp32): its input, the normalized input, 1/rms
+    # fp32: q, k and v read one saved input; autocast: each projection saves its own half-precision cast
+    qkv_inputs = 3 * a * s.d_model if half else FP32 * s.d_model
+    qk_norm = (2 * FP32 * (s.d_q + s.d_kv) + FP32 * (s.n_head + s.n_kv_head)) if m.qk_norm else 0
+    sdpa = a * (2 * s.d_q + 2 * s.d_kv) + FP32 * s.n_head  # q, k, v, output (o_proj reads it), logsumexp
+    n_in = 2 if m.mlp == "swiglu" else 1
+    mlp_inputs = n_in * a * s.d_model if half else FP32 * s.d_model
+    # swiglu: gate output, silu(gate), up output, their product; gelu/relu2: pre- and post-activation
+    mlp_hidden = (4 if m.mlp == "swiglu" else 2) * a * s.hidden
+    return norm + qkv_inputs + qk_norm + sdpa + norm + mlp_inputs + mlp_hidden
+
+
+def head_activation_bytes(s: Shapes, precision: str) -> int:
+    """Bytes saved per token outside the blocks: final norm, head input, log-softmax output, token ids."""
+    a = 2 if precision in HALF_PRECISIONS else FP32
+    norm = 2 * FP32 * s.d_model + FP32
+    return norm + a * s.d_model + FP32 * s.vocab + 2 * INDEX
+
+
+@dataclass
+class MemoryEstimate:
+    weights: int
+    gradients: int
+    optimizer: int
+    weight_copies: int  # half-precision weight casts autocast keeps for the backward pass
+    activations: int  # saved for backward, at the configured checkpointing setting
+    activations_no_ckpt: int
+    activations_ckpt: int
+    logits: int  # fp32 logits the training loop holds while backward runs
+    loss_backward: int  # cross-entropy gradients over the vocabulary, live at the start of backward
+    optimizer_temp: int  # per-tensor temporaries of a non-fused optimizer step
+    peak: int  # estimated peak of the step (what the probe measures)
+    peak_phase: str  # "backward" or "optimizer step"
+    overhead: int  # framework: CUDA context / allocator reserve, or the process's RSS before the model
+    overhead_note: str
+    micro_batch: int
+    grad_accum: int
+    activation_checkpointing: bool
+
+    @property
+    def total(self) -> int:
+        return self.peak + self.overhead
+
+    def as_dict(self) -> dict:
+        return {**vars(self), "total": self.total}
+
+
+def estimate_memory(m: ModelConfig, vocab: int, micro_batch: int, grad_accum: int, precision: str,
+                    optimizer: str, device_type: str, activation_checkpointing: bool = False,
+                    overhead: int = 0, overhead_note: str = "") -> MemoryEstimate:
+    s = Shapes.of(m, vocab)
+    p = count_params(m, vocab)
+    tokens = micro_batch * s.seq_len
+    half = precision in HALF_PRECISIONS
+    weights = gradients = FP32 * p.total
+    opt = optimizer_state_bytes(optimizer, p.total, p.matrices)
+    layer = layer_activation_bytes(m, s, precision) * tokens
+    head = head_activation_bytes(s, precision) * tokens
+    no_ckpt = s.n_layer * layer + head
+    # Checkpointing keeps each block's fp32 input and recomputes one block at a time during backward.
+    ckpt = s.n_layer * FP32 * s.d_model * tokens + layer + head
+    activations = ckpt if activation_checkpointing else no_ckpt
+    head_matmul = s.vocab * s.d_model
+    if not half:
+        copies = 0
+    elif activation_checkpointing:  # only the head's and the block being recomputed are alive together
+        copies = 2 * (head_matmul + p.matrices // max(1, s.n_layer))
+    else:
+        copies = 2 * (p.matrices + head_matmul)
+    logits = FP32 * s.vocab * tokens
+    loss_backward = 2 * FP32 * s.vocab * tokens  # d(nll)/d(logp) and d(logp)/d(logits), both dense
+    # torch's fused AdamW (CUDA) updates in place; elsewhere the step makes ~2 temporaries of each tensor in turn
+    opt_temp = 0 if device_type == "cuda" and optimizer == "adamw" else 2 * FP32 * p.largest
+    # With accumulation, gradients from the earlier micro-batches are alive during each later backward.
+    backward = copies + activations + logits + loss_backward + (gradients if grad_accum > 1 else 0)
+    step = gradients + opt_temp + logits
+    peak = weights + opt + max(backward, step)
+    return MemoryEstimate(weights=weights, gradients=gradients, optimizer=opt, weight_copies=copies,
+                          activations=activations, activations_no_ckpt=no_ckpt, activations_ckpt=ckpt,
+                          logits=logits, loss_backward=loss_backward, optimizer_temp=opt_temp, peak=peak,
+                          peak_phase="backward" if backward >= step else "optimizer step", overhead=overhead,
+                          overhead_note=overhead_note, micro_batch=micro_batch, grad_accum=grad_accum,
+                          activation_checkpointing=activation_checkpointing)
+
+
+def divisors_descending(n: int) -> list[int]:
+    return [d for d in range(n, 0, -1) if n % d == 0]
+
+
+def recommend_batch(m: ModelConfig, vocab: int, global_batch: int, precision: str, optimizer: str,
+                    device_type: str, memory: int, overhead: int, activation_checkpointing: bool,
+                    headroom: float = 0.9) -> dict:
+    """The largest micro-batch dividing the global batch whose step fits in `headroom` x memory; if none
+    fits, the same search with activation checkpointing on. Larger micro-batches keep the device busier."""
+    for ckpt in dict.fromkeys((activation_checkpointing, True)):
+        for b in divisors_descending(global_batch):
+            est = estimate_memory(m, vocab, b, global_batch // b, precision, optimizer, device_type, ckpt,
+                                  overhead)
+            if est.total <= headroom * memory:
+                return {"fits": True, "micro_batch": b, "grad_accum": global_batch // b,
+                        "activation_checkpointing": ckpt, "total": est.total}
+    smallest = estimate_memory(m, vocab, 1, global_batch, precision, optimizer, device_type, True, overhead)
+    return {"fits": False, "micro_batch": 1, "grad_accum": global_batch, "activation_checkpointing": True,
+            "total": smallest.total}

@@ -1,0 +1,186 @@
+"""A few seconds of the real training step on this machine: real model, optimizer, precision and batch shape.
+
+It builds the step from public pieces (the GPT, the trainer's optimizer builder, autocast) rather than calling
+the training loop, so it can time the forward/backward of one micro-batch and the optimizer step separately:
+a step with gradient accumulation k then costs k x micro + step, measured without running k micro-batches.
+Two micro-batches per step are run when k > 1, because gradients kept alive across micro-batches change the peak.
+"""
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..config import Config, ModelConfig
+from ..model import GPT
+from ..model.generate import generate
+from ..tokenizer.shards import TokenShard
+from ..train.checkpoint import load_model_weights, load_training_state, save_checkpoint, verify_checkpoint
+from ..train.device import autocast, sync
+from .peakmem import PeakMemory, release_freed_memory
+
+DECODE_TOKENS = 8
+
+
+def build_optimizer_for(model: torch.nn.Module, cfg: Config, device: torch.device) -> torch.optim.Optimizer:
+    """The trainer's own optimizer for this config; the one place to change if its builder moves."""
+    from ..train.loop import build_optimizer
+
+    return build_optimizer(model, cfg, device)
+
+
+def build_model(m: ModelConfig, vocab: int, device: torch.device, activation_checkpointing: bool) -> GPT:
+    model = GPT(m, vocab).to(device)
+    if hasattr(model, "activation_checkpointing"):  # the trainer's switch, where the model has one
+        model.activation_checkpointing = activation_checkpointing
+    return model
+
+
+class Batches:
+    """Training windows: sampled from the token shards when they exist, otherwise uniform random tokens
+    (same shapes and the same cost; only the loss value differs)."""
+
+    def __init__(self, shards_dir: Path | None, vocab: int, seq_len: int, batch: int, seed: int):
+        self.vocab, self.seq_len, self.batch = vocab, seq_len, batch
+        self.rng = np.random.default_rng(seed)
+        self.shards = []
+        if shards_dir is not None:
+            self.shards = [s for p in sorted((shards_dir / "train").glob("*.bin"))
+                           if len(s := TokenShard(p)) > seq_len + 1]
+        self.source = "token shards" if self.shards else "random tokens"
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.shards:
+            t = torch.from_numpy(self.rng.integers(0, self.vocab, (self.batch, self.seq_len + 1)))
+        else:
+            rows = []
+            for _ in range(self.batch):
+                shard = self.shards[int(self.rng.integers(len(self.shards)))]
+                start = int(self.rng.integers(0, len(shard) - self.seq_len - 1))
+                rows.append(np.asarray(shard.tokens[start:start + self.seq_len + 1], dtype=np.int64))
+            t = torch.from_numpy(np.stack(rows))
+        return t[:, :-1], t[:, 1:]
+
+
+def _warm_up_framework(cfg: Config, vocab: int, device: torch.device, precision: str) -> None:
+    """Run one step of a tiny copy of the model first, so the kernels' code and thread pools are resident
+    before the baseline is taken: the peak then measures this model's memory, not torch's first use."""
+    m = ModelConfig(**{**vars(cfg.model), "n_layer": 1, "seq_len": min(cfg.model.seq_len, 32)})
+    tiny = GPT(m, min(vocab, 512)).to(device)
+    opt = build_optimizer_for(tiny, cfg, device)
+    x = torch.randint(0, min(vocab, 512), (2, m.seq_len), device=device)
+    for _ in range(2):
+        with autocast(device, precision):
+            _, loss = tiny(x, x)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    del tiny, opt, x, loss
+    release_freed_memory()
+
+
+def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, micro_batch: int, grad_accum: int,
+              activation_checkpointing: bool, shards_dir: Path | None, seconds: float = 3.0,
+              min_steps: int = 2) -> dict:
+    t, m = cfg.train, cfg.model
+    if t.threads and device.type == "cpu":
+        torch.set_num_threads(t.threads)
+    torch.manual_seed(t.seed)
+    _warm_up_framework(cfg, vocab, device, precision)
+    micro_per_step = min(grad_accum, 2)
+    batches = Batches(shards_dir, vocab, m.seq_len, micro_batch, t.seed)
+    micro_times: list[float] = []
+    step_times: list[float] = []
+    losses: list[float] = []
+    t_build = time.perf_counter()
+    with PeakMemory(device) as mem:
+        model = build_model(m, vocab, device, activation_checkpointing)
+        if t.compile:
+            model = torch.compile(model)
+        optimizer = build_optimizer_for(model, cfg, device)
+        scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+        build_seconds = time.perf_counter() - t_build
+        model.train()
+        deadline = None
+        steps = 0
+        while deadline is None or time.perf_counter() < deadline or steps < min_steps + 1:
+            for _ in range(micro_per_step):
+                x, y = (b.to(device) for b in batches.next())
+                t0 = time.perf_counter()
+                with autocast(device, precision):
+                    _, loss = model(x, y)  # the loop holds the logits in `_` while backward runs, as here
+                scaler.scale(loss / grad_accum).backward()
+                losses.append(float(loss.detach()))
+                sync(device)
+                micro_times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip if t.grad_clip > 0 else float("inf"))
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            sync(device)
+            step_times.append(time.perf_counter() - t0)
+            steps += 1
+            if deadline is None:  # the first step allocates optimizer state and picks kernels: not timed
+                micro_times.clear()
+                step_times.clear()
+                deadline = time.perf_counter() + seconds
+            del _, loss
+    timed_micro = statistics.median(micro_times)
+    timed_step = statistics.median(step_times)
+    tokens_per_micro = micro_batch * m.seq_len
+    step_seconds = grad_accum * timed_micro + timed_step
+    result = {
+        "device": str(device), "precision": precision, "micro_batch": micro_batch, "grad_accum": grad_accum,
+        "activation_checkpointing": activation_checkpointing, "compiled": bool(t.compile),
+        "batches": batches.source, "steps_timed": len(step_times), "micro_batches_timed": len(micro_times),
+        "micro_seconds": timed_micro, "optimizer_step_seconds": timed_step, "step_seconds": step_seconds,
+        "tokens_per_step": tokens_per_micro * grad_accum,
+        "tokens_per_s": tokens_per_micro * grad_accum / step_seconds,
+        "peak_memory": mem.peak, "memory_method": mem.method, "memory_baseline": mem.baseline,
+        "build_seconds": build_seconds, "loss_first": losses[0], "loss_last": losses[-1],
+        "torch_threads": torch.get_num_threads(),
+    }
+    result.update(_time_eval_and_samples(model, x, device, precision))
+    result.update(_time_checkpoint(model, optimizer, scaler, m, vocab, device))
+    del model, optimizer
+    release_freed_memory()
+    return result
+
+
+@torch.no_grad()
+def _time_eval_and_samples(model, x: torch.Tensor, device: torch.device, precision: str) -> dict:
+    model.eval()
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        with autocast(device, precision):
+            model(x)
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    list(generate(model, [0], DECODE_TOKENS, temperature=0.0))
+    decode = (time.perf_counter() - t0) / DECODE_TOKENS
+    model.train()
+    return {"eval_batch_seconds": min(times[1:]), "decode_token_seconds": decode}
+
+
+def _time_checkpoint(model, optimizer, scaler, m: ModelConfig, vocab: int, device: torch.device) -> dict:
+    """Write and read back one real checkpoint (model, optimizer state, RNG) with the trainer's own code."""
+    with tempfile.TemporaryDirectory(prefix="scratchlm-probe-") as tmp:
+        t0 = time.perf_counter()
+        path = save_checkpoint(Path(tmp), 1, model, optimizer, {"scaler": scaler.state_dict()}, {}, keep_last=1)
+        save = time.perf_counter() - t0
+        size = sum(f.stat().st_size for f in path.iterdir())
+        t0 = time.perf_counter()
+        verify_checkpoint(path)
+        fresh = build_model(m, vocab, device, False)
+        load_model_weights(fresh, path)
+        load_training_state(path)
+        load = time.perf_counter() - t0
+    return {"checkpoint_seconds": save, "checkpoint_bytes": size, "restore_seconds": load}

@@ -1,0 +1,110 @@
+"""Resume verified on this exact config: train a few steps, checkpoint, resume in a fresh process, compare.
+
+Only the CLI contract is used (`scratchlm train -c FILE [--resume]`, metrics.jsonl rows with step and loss, the
+documented checkpoints/step_*/ layout), so the check holds whatever the trainer looks like inside. The copy of
+the config changes only what cannot change the losses of the steps compared: step count, intervals, and how
+much the end-of-run evaluation does. It is written next to the original (source paths and the run directory
+stay relative to it, so the data, tokenizer and shards keep their IDs and are reused) and removed afterwards,
+with its own training directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from ..config import Config, load_config
+from ..config_template import _toml_value
+from ..pipeline import plan_artifacts
+from .verdicts import NOT_AVAILABLE, Verdict
+
+STEPS, CHECKPOINT_AT = 4, 2
+TOLERANCE = 1e-3  # relative; GPU kernels with atomic adds are not bit-reproducible
+
+
+def _write_toml(raw: dict, path: Path) -> None:
+    lines = []
+    for section, values in raw.items():
+        if section == "data":
+            sources = values.get("sources", [])
+            values = {k: v for k, v in values.items() if k != "sources"}
+        if isinstance(values, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+        if section == "data":
+            for s in sources:
+                lines.append("[[data.sources]]")
+                lines += [f"{k} = {_toml_value(v)}" for k, v in s.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _losses(metrics: Path) -> dict[int, float]:
+    rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {r["step"]: r["loss"] for r in rows if "loss" in r}
+
+
+def _train(config: Path, resume: bool, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "scratchlm", "train", "-c", str(config)] + (["--resume"] if resume else [])
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def verify_resume(cfg: Config, timeout: float = 900) -> Verdict:
+    name = "resume verified on this exact config"
+    art = plan_artifacts(cfg)
+    if not art["shards"].done:
+        return Verdict(name, NOT_AVAILABLE, "needs the token shards: run `scratchlm tokenizer encode -c CONFIG` "
+                       "first", {})
+    raw = tomllib.loads(cfg.path.read_text(encoding="utf-8"))
+    train = raw.setdefault("train", {})
+    train.update(max_steps=STEPS, checkpoint_every=CHECKPOINT_AT, eval_every=STEPS, log_every=1, keep_last=STEPS)
+    raw.setdefault("eval", {}).update(max_batches=1, max_new_tokens=1)
+    config = cfg.path.parent / f".scratchlm-resume-check-{os.getpid()}.toml"
+    _write_toml(raw, config)
+    train_dir = plan_artifacts(load_config(config))["train"].dir
+    if train_dir.exists():  # e.g. the config itself trains 4 steps: never delete a real run
+        config.unlink()
+        return Verdict(name, NOT_AVAILABLE, f"{train_dir} already exists; not touching it", {})
+    lineage = cfg.workdir / "lineage.json"
+    lineage_before = lineage.read_bytes() if lineage.exists() else None  # the check's runs rewrite it
+    try:
+        first = _train(config, False, timeout)
+        if first.returncode != 0:
+            return Verdict(name, "error", "training the config for a few steps failed: "
+                           + (first.stderr.strip().splitlines() or ["?"])[-1], {})
+        uninterrupted = _losses(train_dir / "metrics.jsonl")
+        # Interrupt after the first checkpoint: the later ones and the finished marker are lost.
+        (train_dir / "manifest.json").unlink(missing_ok=True)
+        for ckpt in sorted((train_dir / "checkpoints").glob("step_*")):
+            if int(ckpt.name.split("_")[1]) > CHECKPOINT_AT:
+                shutil.rmtree(ckpt)
+        second = _train(config, True, timeout)
+        if second.returncode != 0:
+            return Verdict(name, "error", "resuming in a fresh process failed: "
+                           + (second.stderr.strip().splitlines() or ["?"])[-1], {})
+        resumed = _losses(train_dir / "metrics.jsonl")
+    finally:
+        shutil.rmtree(train_dir, ignore_errors=True)
+        config.unlink(missing_ok=True)
+        if lineage_before is not None:
+            lineage.write_bytes(lineage_before)
+    steps = [s for s in range(CHECKPOINT_AT + 1, STEPS + 1)]
+    pairs = {s: (uninterrupted.get(s), resumed.get(s)) for s in steps}
+    ev = {"steps": STEPS, "resumed_from": CHECKPOINT_AT, "uninterrupted": {s: a for s, (a, _) in pairs.items()},
+          "resumed": {s: b for s, (_, b) in pairs.items()}}
+    if any(a is None or b is None for a, b in pairs.values()):
+        return Verdict(name, "error", f"the resumed run did not log steps {steps}", ev)
+    diff = max(abs(a - b) / max(abs(a), 1e-12) for a, b in pairs.values())
+    ev["max_relative_difference"] = diff
+    text = (f"trained {STEPS} steps, checkpointed at {CHECKPOINT_AT}, resumed in a fresh process: losses at steps "
+            + ", ".join(f"{s}: {a:.6f} vs {b:.6f}" for s, (a, b) in pairs.items()))
+    if diff == 0:
+        return Verdict(name, "ok", text + " (bit-identical)", ev)
+    if diff <= TOLERANCE:
+        return Verdict(name, "ok", text + f" (within {diff:.1e} relative)", ev)
+    return Verdict(name, "error", text + f": differ by {diff:.1e} relative; resume does not reproduce the run", ev)

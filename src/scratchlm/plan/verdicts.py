@@ -1,0 +1,105 @@
+"""Verdicts: ok / warning / error, each with the numbers it was decided on."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+LEVELS = ("ok", "warning", "error")
+NOT_AVAILABLE = "not available"  # for checks whose stage is not built: never reported as ok
+MAX_EPOCHS = 16  # past ~16 passes over the same tokens, more passes stop helping (Muennighoff et al. 2023)
+MEMORY_HEADROOM = 0.9  # drivers report a little less than the nominal memory; fragmentation takes some more
+
+
+@dataclass
+class Verdict:
+    name: str
+    level: str
+    summary: str
+    evidence: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def worst(levels) -> str:
+    levels = [lv for lv in levels if lv in LEVELS]
+    return max(levels, key=LEVELS.index) if levels else "ok"
+
+
+def corpus_verdict(corpus: dict, arithmetic: dict) -> Verdict:
+    have, need = corpus["tokens"], arithmetic["tokens_needed"]
+    planned = arithmetic["planned_tokens"]
+    epochs = planned / have if have else float("inf")
+    ev = {"corpus_tokens": have, "tokens_needed": need, "tokens_per_param": arithmetic["tokens_per_param"],
+          "planned_training_tokens": planned, "epochs": epochs, "how": corpus["how"]}
+    ratio = have / arithmetic["params"]
+    if have == 0:
+        return Verdict("corpus", "error", "the corpus has no training tokens", ev)
+    if epochs > MAX_EPOCHS:
+        return Verdict("corpus", "error", f"training would read the corpus {epochs:.1f} times (> {MAX_EPOCHS}): "
+                       f"{have:,} tokens for {planned:,} planned", ev)
+    if have < need:
+        return Verdict("corpus", "warning", f"{have:,} tokens = {ratio:.1f} per parameter, under the "
+                       f"{arithmetic['tokens_per_param']:g} wanted ({need:,})", ev)
+    return Verdict("corpus", "ok", f"{have:,} tokens = {ratio:.1f} per parameter (>= {need:,} needed)", ev)
+
+
+def memory_verdict(configured_total: int, memory: int, recommendation: dict, configured: dict) -> Verdict:
+    ev = {"estimate": configured_total, "device_memory": memory, "recommendation": recommendation}
+    share = configured_total / memory if memory else float("inf")
+    if share <= MEMORY_HEADROOM:
+        return Verdict("memory", "ok", f"the step needs {share:.0%} of the device memory", ev)
+    if recommendation["fits"]:
+        r = recommendation
+        change = (f"batch_size = {r['micro_batch']}, grad_accum = {r['grad_accum']}"
+                  + (", activation_checkpointing = true" if r["activation_checkpointing"]
+                     and not configured["activation_checkpointing"] else ""))
+        return Verdict("memory", "warning", f"the configured step needs {share:.0%} of the device memory; "
+                       f"the same global batch fits with {change}", ev)
+    return Verdict("memory", "error", f"does not fit: {share:.0%} of the device memory even at micro-batch 1 "
+                   f"with activation checkpointing", ev)
+
+
+def time_verdict(total_seconds: float | None, budget_hours: float | None, measured: bool,
+                 lower_bound_seconds: float | None = None) -> Verdict:
+    ev = {"total_seconds": total_seconds, "budget_hours": budget_hours, "measured": measured,
+          "lower_bound_seconds": lower_bound_seconds}
+    if not measured:
+        bound = lower_bound_seconds or 0.0
+        if budget_hours is not None and bound > budget_hours * 3600:
+            return Verdict("time", "error", f"even at 100% of the datasheet peak the run needs "
+                           f"{bound / 3600:.1f} h > budget {budget_hours:g} h", ev)
+        return Verdict("time", "warning", f"not measured (the probe needs the target device); at 100% of the "
+                       f"datasheet peak it would need {bound / 3600:.2f} h of compute", ev)
+    if budget_hours is None:
+        return Verdict("time", "ok", f"{total_seconds / 3600:.2f} h including one restart; no --budget-hours "
+                       f"given, so not checked against a budget", ev)
+    if total_seconds > budget_hours * 3600:
+        return Verdict("time", "error", f"{total_seconds / 3600:.2f} h including one restart > budget "
+                       f"{budget_hours:g} h", ev)
+    return Verdict("time", "ok", f"{total_seconds / 3600:.2f} h including one restart, within "
+                   f"{budget_hours:g} h", ev)
+
+
+def context_verdict(lengths: dict | None, seq_len: int) -> Verdict:
+    if lengths is None:
+        return Verdict("context", "warning", "document lengths unknown until the shards are built "
+                       "(`scratchlm tokenizer encode`)", {"seq_len": seq_len})
+    p = lengths["percentiles"]
+    ev = {"seq_len": seq_len, **lengths}
+    text = (f"document tokens p10 {p['10']:,} / p50 {p['50']:,} / p90 {p['90']:,} / p99 {p['99']:,} for "
+            f"seq_len {seq_len}; {lengths['share_docs_short']:.0%} of documents are under "
+            f"{lengths['short_limit']} tokens")
+    if lengths["share_docs_short"] > 0.5:
+        return Verdict("context", "warning", text + ": most windows mix several unrelated documents; a shorter "
+                       "seq_len trains faster at equal quality on this data", ev)
+    return Verdict("context", "ok", text, ev)
+
+
+def estimate_verdict(estimate: int, measured: int | None, method: str) -> Verdict:
+    if measured is None or measured <= 0:
+        return Verdict("estimate", "warning", "memory estimate not compared: no probe ran", {})
+    ratio = estimate / measured
+    ev = {"estimate": estimate, "measured": measured, "ratio": ratio, "method": method}
+    level = "ok" if 0.75 <= ratio <= 1.25 else "warning"
+    return Verdict("estimate", level, f"estimated peak is {ratio:.2f}x the measured one"
+                   + ("" if level == "ok" else "; trust the measured figure"), ev)
