@@ -2,9 +2,10 @@
 
 Corpus: every .py file of the Python standard library (site-packages and pydoc_data/topics.py excluded — the
 latter is the eval source itself) plus the pydoc_data.topics documents. Eval set: 200 items, each two consecutive
-prose paragraphs of a topics document; their paragraphs are removed from the training copy first. Items that
-still share a 13-gram with the clean corpus (the same sentence written elsewhere, found by an exact pure-Python
-reference scan) are not used, so the clean corpus has no true overlap with the eval set.
+prose paragraphs (>= 14 words each) of a topics document; their paragraphs are removed from the training copy
+first. Items that still share a 13-gram with the clean corpus (the same sentence written elsewhere, found by an
+exact pure-Python reference scan) or with another item are not used, so the clean corpus has no true overlap with
+the eval set and each planted copy has one right answer.
 
 50 items of each kind are planted into distinct, unrelated .py host files:
   verbatim      the item as is
@@ -150,7 +151,8 @@ def main() -> None:
     chosen = usable[:ITEMS_PER_KIND * len(KINDS)]
     assert len(chosen) == ITEMS_PER_KIND * len(KINDS), f"only {len(usable)} usable eval items"
     print(f"candidates {len(candidates)}, sharing a 13-gram with the clean corpus (excluded): {len(overlapping)}, "
-          f"with another candidate: {len(candidates) - len(overlapping) - len(usable)}, eval items used: {len(chosen)}  [{time.perf_counter() - t0:.1f}s]")
+          f"with another candidate: {len(candidates) - len(overlapping) - len(usable)}, "
+          f"eval items used: {len(chosen)}  [{time.perf_counter() - t0:.1f}s]")
 
     # Plant: item k goes into a distinct host .py file (hosts of >= 5 kB, so the copy is a small part of them).
     vocabulary = sorted({w for doc in train_topics for w in normalize_words(doc["text"]) if w.isalpha()})

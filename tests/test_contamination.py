@@ -171,7 +171,7 @@ def test_short_item_rule():
     assert sorted(index.fingerprints) == [9]
     assert index.item_checked.tolist() == [True, False]
 
-    assert found_items(index, f"Rule one: NEVER raise a bare exception, from inside the handler! Done.") == {"nine"}
+    assert found_items(index, "Rule one: NEVER raise a bare exception, from inside the handler! Done.") == {"nine"}
     (m,) = scan_document(index, f"x y {nine} z")
     assert (m.word_start, m.word_end) == (2, 11)
     # Eight of the nine words, or the nine words with one in between, are not the item.
@@ -307,7 +307,8 @@ def test_load_eval_set_formats(tmp_path):
 
     plain = tmp_path / "qa.txt"
     plain.write_text("First paragraph\nstill first.\n\n  \nSecond one.\n\n\n")
-    assert load_eval_set("qa", plain) == [("qa", "para0", "First paragraph\nstill first."), ("qa", "para1", "Second one.")]
+    assert load_eval_set("qa", plain) == [("qa", "para0", "First paragraph\nstill first."),
+                                          ("qa", "para1", "Second one.")]
 
     packed = tmp_path / "z.jsonl.zst"
     packed.write_bytes(zstandard.ZstdCompressor().compress(b'{"question": "why?", "answer": "because"}\n'))
@@ -341,6 +342,10 @@ def test_bad_eval_files_raise_user_errors(tmp_path):
     unknown.write_text('{"body": "q?"}\n')
     with pytest.raises(UserError, match=r"unknown.jsonl:1: record has no text field"):
         load_eval_set("u", unknown)
+    for name, data in (("bad.jsonl.gz", b"not gzip"), ("bad.jsonl.zst", b"not zstd"), ("latin.txt", b"caf\xe9")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(UserError, match=f"{name}: cannot read"):
+            load_eval_set("x", tmp_path / name)
     hollow = tmp_path / "hollow.jsonl"
     hollow.write_text('{"text": ""}\n{"text": "  "}\n')
     with pytest.raises(UserError, match=r"hollow.jsonl: no text"):
@@ -363,8 +368,8 @@ def test_command_reports_and_leaves_eval_set_untouched(tmp_path, eval_items, tra
     half = len(docs) // 2
     with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
         f.writelines(json.dumps(d) + "\n" for d in docs[:half])
-    with open(tmp_path / "b.jsonl.zst", "wb") as f:
-        f.write(zstandard.ZstdCompressor().compress("".join(json.dumps(d) + "\n" for d in docs[half:]).encode()))
+    with open(tmp_path / "b.jsonl.zst", "wb") as f:  # one zstd frame per document, as parallel compressors write
+        f.writelines(zstandard.ZstdCompressor().compress((json.dumps(d) + "\n").encode()) for d in docs[half:])
     (tmp_path / "c.txt").write_text("A plain text file.\n" + texts["del/0"] + "\nThe end.\n")
 
     report = run_contamination_command([str(tmp_path / n) for n in ("a.jsonl.gz", "b.jsonl.zst", "c.txt")],
@@ -395,6 +400,7 @@ def test_report_verdicts(eval_items, train_docs):
     list(clean)
     assert report.sets["topics"].verdict == "error" and report.sets["other"].verdict == "ok"
     assert report.verdict == "error"
+    assert len(report.sets["topics"].examples) == 3  # at most 3 examples, however many hits
     md = report.to_markdown()
     assert "ERROR: eval set 'topics' is largely a copy of the training data" in md
     assert "ok: no item of eval set 'other'" in md
@@ -414,10 +420,33 @@ def test_text_training_files_are_chunked_with_overlap(tmp_path, eval_items):
     docs = list(iter_train_documents(path, text_chunk_chars=boundary, overlap_chars=4096))
     assert len(docs) >= 2
     index = ContaminationIndex.build(eval_items)
-    assert any(found_items(index, d["text"]) == {eval_items[0][1]} for d in docs[1:])
+    # The chunk after the boundary repeats its end, so one chunk holds the whole item, not two halves.
+    whole = len(normalize_words(item))
+    spans = [m.word_end - m.word_start for d in docs for m in scan_document(index, d["text"])]
+    assert whole in spans and max(spans) == whole
     with pytest.raises(UserError, match="training file not found"):
         list(iter_train_documents(tmp_path / "none.txt"))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"body": 1}\n')
     with pytest.raises(UserError, match=r"bad.jsonl:1: training record has no \"text\""):
         list(iter_train_documents(bad))
+
+
+def test_batch_scan_ignores_windows_across_documents(eval_items):
+    from scratchlm.data.contamination import scan_texts
+
+    words = normalize_words(eval_items[2][2])[:20]  # each half is shorter than 13 words
+    item_id = "twenty"
+    index = ContaminationIndex.build([("s", item_id, " ".join(words))])
+    head, tail = " ".join(words[:10]), " ".join(words[10:])
+    assert scan_texts(index, ["intro " + head, tail + " outro"]) == [[], []]
+    both = scan_texts(index, ["intro", head + " " + tail, "outro"])
+    assert [[m.item_id for m in ms] for ms in both] == [[], [item_id], []]
+
+
+def test_item_in_two_eval_sets_is_reported_for_both(eval_items, train_docs):
+    _, _, text = eval_items[4]
+    index = ContaminationIndex.build([("bench-a", "q1", text), ("bench-b", "x9", text),
+                                      ("bench-b", "x10", "unrelated " * 20)])
+    matches = scan_document(index, plant(train_docs[0]["text"], text))
+    assert sorted((m.eval_set, m.item_id) for m in matches) == [("bench-a", "q1"), ("bench-b", "x9")]

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 import numpy as np
 import xxhash
+import zstandard
 
 from scratchlm.errors import UserError
 
@@ -725,10 +726,9 @@ def _open_text(path: Path) -> io.TextIOBase:
     if path.name.endswith(".gz"):
         return gzip.open(path, "rt", encoding="utf-8")
     if path.name.endswith(".zst"):
-        import zstandard
-
-        raw = open(path, "rb")
-        return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), encoding="utf-8")
+        # read_across_frames: files written by parallel compressors are several frames back to back.
+        reader = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
+        return io.TextIOWrapper(reader, encoding="utf-8")
     return open(path, encoding="utf-8")
 
 
@@ -750,7 +750,7 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
                 if not isinstance(record, dict):
                     raise UserError(f"{path}:{line_no}: expected a JSON object, got {type(record).__name__}")
                 yield line_no, record
-    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as err:
+    except (UnicodeDecodeError, EOFError, zstandard.ZstdError) as err:
         raise UserError(f"{path}: cannot read ({err})") from None
     except OSError as err:
         raise UserError(f"{path}: cannot read ({err.strerror or err})") from None
@@ -771,7 +771,9 @@ def _check_file(path: Path, what: str) -> None:
         raise UserError(f"{path}: {what} is empty")
 
 
-def load_eval_set(name: str, path: str | os.PathLike[str], fields: list[str] | None = None) -> list[tuple[str, str, str]]:
+def load_eval_set(
+    name: str, path: str | os.PathLike[str], fields: list[str] | None = None
+) -> list[tuple[str, str, str]]:
     """Eval items as (name, item_id, text). JSONL (.jsonl, .jsonl.gz, .jsonl.zst): one item per record, the text
     being `fields` joined with newlines; without `fields`, "text" if present, else all of the common fields the
     record has (prompt, question, answer, canonical_solution, ...). Any other file: plain text, one item per
@@ -790,8 +792,8 @@ def load_eval_set(name: str, path: str | os.PathLike[str], fields: list[str] | N
             else:
                 present = [f for f in COMMON_TEXT_FIELDS if f in record]
                 if not present:
-                    raise UserError(f"{path}:{line_no}: record has no text field (tried {', '.join(COMMON_TEXT_FIELDS)}); "
-                                    f"name the fields to use")
+                    raise UserError(f"{path}:{line_no}: record has no text field (tried "
+                                    f"{', '.join(COMMON_TEXT_FIELDS)}); name the fields to use")
             text = "\n".join(t for t in (_field_text(record[f]) for f in present) if t.strip())
             if text:
                 item_id = next((str(record[k]) for k in ID_FIELDS if k in record), f"line{line_no}")
@@ -802,7 +804,7 @@ def load_eval_set(name: str, path: str | os.PathLike[str], fields: list[str] | N
         try:
             with _open_text(path) as f:
                 content = f.read()
-        except (UnicodeDecodeError, OSError, EOFError) as err:
+        except (UnicodeDecodeError, OSError, EOFError, zstandard.ZstdError) as err:
             raise UserError(f"{path}: cannot read ({err})") from None
         paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", content)]
         items = [(name, f"para{k}", p) for k, p in enumerate(p for p in paragraphs if p)]
@@ -838,7 +840,7 @@ def iter_train_documents(
                     carry, parts, size, k = _tail(text, overlap_chars), [], 0, k + 1
             if parts:
                 yield {"id": f"{path.name}#chunk{k}", "source": str(path), "domain": "", "text": carry + "".join(parts)}
-    except (UnicodeDecodeError, OSError, EOFError) as err:
+    except (UnicodeDecodeError, OSError, EOFError, zstandard.ZstdError) as err:
         raise UserError(f"{path}: cannot read ({err})") from None
 
 
