@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run every stage in order, skipping those already up to date")
     _config_arg(p)
     p.add_argument("--resume", action="store_true", help="continue training from its latest checkpoint")
+    p.add_argument("--force", action="store_true", help="continue even if an eval set is mostly a copy of the "
+                                                        "training data (contamination verdict error)")
 
     corpus = sub.add_parser("corpus", help="built-in corpus").add_subparsers(dest="verb", required=True)
     p = corpus.add_parser("builtin", help="write the built-in corpus as JSONL")
@@ -36,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = data.add_parser("prepare", help="read, clean, dedup and split the sources")
     _config_arg(p)
     p.add_argument("--force", action="store_true")
+    from .data.guard_commands import add_parsers as add_guard_parsers
+
+    add_guard_parsers(data)
 
     tok = sub.add_parser("tokenizer", help="tokenizer stages").add_subparsers(dest="verb", required=True)
     for verb, text in (("train", "train the BPE tokenizer"), ("encode", "tokenize the corpus into shards")):
@@ -136,13 +141,17 @@ def dispatch(args: argparse.Namespace) -> int:
         from .export.commands import run_export
 
         print(run_export(args))
+    elif args.command == "data" and args.verb in ("decontaminate", "contamination", "trace"):
+        from .data.guard_commands import run_guard_command
+
+        return run_guard_command(args)
     else:
         from . import stages
         from .pipeline import plan_artifacts
 
         cfg = load_config(args.config)
         if args.command == "run":
-            stages.run_all(cfg, resume=args.resume)
+            stages.run_all(cfg, resume=args.resume, force=args.force)
             return 0
         art = plan_artifacts(cfg)
         if args.command == "data":

@@ -10,7 +10,7 @@ from . import config as C
 
 SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
             ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
-            ("sft", C.SFTConfig)]
+            ("decontaminate", C.DecontaminateConfig), ("sft", C.SFTConfig)]
 _FIELD_LINE = re.compile(r"^\s+(\w+):[^=]*=\s*.*?(?:#\s*(.*))?$")
 
 
@@ -43,7 +43,7 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         comments = _comments(cls)
         lines.append(f"[{name}]")
         for f in dataclasses.fields(cls):
-            if f.name in ("sources", "tasks"):  # arrays of tables: a bare `tasks = []` would block [[eval.tasks]]
+            if f.name in ("sources", "tasks", "sets"):  # arrays of tables: a bare `tasks = []` would block [[eval.tasks]]
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             value = overrides.get(name, {}).get(f.name, default)

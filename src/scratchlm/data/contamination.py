@@ -29,7 +29,7 @@ import unicodedata
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 import xxhash
@@ -246,6 +246,30 @@ class ContaminationIndex:
             self._prefilters[length] = (table, shift)
         return self._prefilters[length]
 
+    @functools.cached_property
+    def item_windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per item: its number of distinct fingerprints and their window length (0, 0 when too short)."""
+        counts = np.zeros(len(self.item_ids), dtype=np.int64)
+        lengths = np.zeros(len(self.item_ids), dtype=np.int64)
+        for length, owners in self.fingerprint_items.items():
+            here = np.bincount(owners, minlength=len(self.item_ids))
+            counts += here
+            lengths[here > 0] = length
+        return counts, lengths
+
+    def coverage(self, match: "Match") -> float:
+        """Share of the item's fingerprints a match holds: the windows of its span over the item's distinct
+        windows (capped at 1, as an item that repeats itself has fewer distinct windows than words)."""
+        item = self._item_number[match.item_id, match.eval_set]
+        counts, lengths = self.item_windows
+        windows = match.word_end - match.word_start - int(lengths[item]) + 1
+        return min(1.0, windows / max(int(counts[item]), 1))
+
+    @functools.cached_property
+    def _item_number(self) -> dict[tuple[str, str], int]:
+        return {(item_id, self.set_names[s]): k for k, (item_id, s) in enumerate(zip(self.item_ids,
+                                                                                    self.item_sets.tolist()))}
+
     @property
     def num_fingerprints(self) -> int:
         return sum(len(f) for f in self.fingerprints.values())
@@ -461,6 +485,15 @@ class EvalSetReport:
     removed_chars: int = 0
     examples: list[dict[str, str]] = field(default_factory=list)
     error_fraction: float = 0.5
+    min_coverage: float = 0.0  # share of an item's n-grams a training document must hold to count as a hit
+    partial_overlaps: int = 0  # (document, item) overlaps below min_coverage: reported, not removed
+    error_train_share: float = 0.2  # removing more than this share of the training text is an error
+    train_chars: int = 0  # characters of training text scanned, set when the scan completes
+
+    @property
+    def train_share(self) -> float:
+        """Share of the training text removed because of this set: large means it is training data, not held out."""
+        return self.removed_chars / self.train_chars if self.train_chars else 0.0
 
     @property
     def checked(self) -> int:
@@ -472,13 +505,17 @@ class EvalSetReport:
 
     @property
     def verdict(self) -> str:
-        if self.contaminated_fraction > self.error_fraction:
+        if self.contaminated_fraction > self.error_fraction or self.train_share > self.error_train_share:
             return "error"
         return "warning" if self.contaminated_items else "ok"
 
     @property
     def message(self) -> str:
         share = f"{len(self.contaminated_items)}/{self.checked} checked items ({self.contaminated_fraction:.0%})"
+        if self.verdict == "error" and self.train_share > self.error_train_share:
+            return (f"ERROR: eval set '{self.name}' overlaps a large part of the training data: {share} appear in "
+                    f"{len(self.docs_touched)} training documents, {self.train_share:.0%} of the training text. "
+                    f"It is not held-out data; point the eval set at data kept out of the training sources.")
         if self.verdict == "error":
             return (f"ERROR: eval set '{self.name}' is largely a copy of the training data: {share} appear in "
                     f"{len(self.docs_touched)} training documents. Scores on it would measure memorization; "
@@ -499,6 +536,9 @@ class EvalSetReport:
             "docs_touched": sorted(self.docs_touched),
             "removed_chars": self.removed_chars,
             "examples": list(self.examples),
+            "min_coverage": self.min_coverage,
+            "partial_overlaps_kept": self.partial_overlaps,
+            "train_share_removed": self.train_share,
             "verdict": self.verdict,
             "message": self.message,
         }
@@ -526,13 +566,17 @@ class ContaminationReport:
     complete: bool = False
 
     @classmethod
-    def for_index(cls, index: ContaminationIndex, mode: str, error_fraction: float = 0.5) -> "ContaminationReport":
+    def for_index(cls, index: ContaminationIndex, mode: str, error_fraction: float = 0.5,
+                  min_coverage: Mapping[str, float] | None = None,
+                  error_train_share: float = 0.2) -> "ContaminationReport":
         sets = {}
         for k, name in enumerate(index.set_names):
             mine = index.item_sets == k
             sets[name] = EvalSetReport(name=name, items=int(mine.sum()),
                                        too_short=int((mine & ~index.item_checked).sum()),
-                                       error_fraction=error_fraction)
+                                       error_fraction=error_fraction,
+                                       min_coverage=(min_coverage or {}).get(name, 0.0),
+                                       error_train_share=error_train_share)
         return cls(n=index.n, mode=mode, index_content_id=index.content_id, sets=sets)
 
     @property
@@ -609,6 +653,9 @@ class ContaminationReport:
                          f"| {s.verdict} |")
         for s in self.sets.values():
             lines += ["", f"### {s.name}", "", s.message]
+            if s.min_coverage > 0:
+                lines.append(f"- a training document counts as a copy when it holds at least {s.min_coverage:.0%} "
+                             f"of an item's {self.n}-grams; {s.partial_overlaps} smaller overlaps were kept")
             if s.contaminated_items:
                 ids = sorted(s.contaminated_items)
                 more = f" … and {len(ids) - 20} more" if len(ids) > 20 else ""
@@ -660,17 +707,27 @@ def scan_corpus(
     span_window: int = 200,
     min_piece_chars: int = 200,
     error_fraction: float = 0.5,
+    error_train_share: float = 0.2,
     chunk_docs: int = 256,
     chunk_chars: int = 2_000_000,
+    min_coverage: Mapping[str, float] | None = None,
+    on_removal: Callable[[dict, list[Match], Decontaminated], None] | None = None,
 ) -> tuple[Iterator[dict], ContaminationReport]:
     """Scan training documents ({"id", "source", "domain", "text", ...}) against the index, in order, over a
     process pool of `workers`. Returns the clean documents as a lazy iterator and the report it fills in.
 
     Untouched documents pass through as they are. In document mode a touched document is dropped; in span mode
     each kept piece becomes a document with id "<id>#<k>" and the other keys copied. At most 2*workers chunks
-    are in flight, so the corpus is streamed, never held in memory."""
+    are in flight, so the corpus is streamed, never held in memory.
+
+    min_coverage (per eval set name, default 0: any shared n-gram) is the share of an item's n-grams a document
+    must hold to count as contaminated; smaller overlaps are counted in the report and left in. on_removal is
+    called with (document, its matches, what was removed) for every document that loses text.
+    Verdict error per eval set: more than error_fraction of its items found, or more than error_train_share of
+    the training text removed because of it (the set is then training data, not held-out data)."""
     _check_mode(mode)
-    report = ContaminationReport.for_index(index, mode, error_fraction)
+    report = ContaminationReport.for_index(index, mode, error_fraction, min_coverage, error_train_share)
+    thresholds = {name: s.min_coverage for name, s in report.sets.items() if s.min_coverage > 0}
 
     def clean_docs() -> Iterator[dict]:
         chunks = _chunks(docs, chunk_docs, chunk_chars)
@@ -681,16 +738,39 @@ def scan_corpus(
             scanned = _scan_in_pool(index, chunks, workers)
         for chunk, chunk_matches in scanned:
             for doc, matches in zip(chunk, chunk_matches):
+                if thresholds and matches:
+                    matches = _drop_partial(index, matches, thresholds, report)
                 result = decontaminate(doc["text"], matches, mode, span_window, min_piece_chars)
                 report.record(str(doc["id"]), doc["text"], matches, result, span_window)
                 if not matches:
                     yield doc
                     continue
+                if on_removal is not None:
+                    on_removal(doc, matches, result)
                 for k, piece in enumerate(result.kept):
                     yield {**doc, "id": f"{doc['id']}#{k}", "text": piece}
+        for s in report.sets.values():
+            s.train_chars = report.chars_scanned
         report.complete = True
 
     return clean_docs(), report
+
+
+def _drop_partial(index: ContaminationIndex, matches: list[Match], thresholds: Mapping[str, float],
+                  report: ContaminationReport) -> list[Match]:
+    """Keep the matches that cover enough of their item; count the others. Coverage is summed over all spans of
+    one item in the document, so a copy interrupted by a changed word still counts whole."""
+    covered: dict[tuple[str, str], float] = {}
+    for m in matches:
+        covered[m.eval_set, m.item_id] = covered.get((m.eval_set, m.item_id), 0.0) + index.coverage(m)
+    kept = []
+    for m in matches:
+        if covered[m.eval_set, m.item_id] >= thresholds.get(m.eval_set, 0.0):
+            kept.append(m)
+    for (name, item), share in covered.items():
+        if share < thresholds.get(name, 0.0):
+            report.sets[name].partial_overlaps += 1
+    return kept
 
 
 def _scan_in_pool(

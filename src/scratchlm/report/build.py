@@ -70,6 +70,10 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md.append(_table(["domain", "clean docs", "held out", "val tokens", "note"],
                      [[d, p["clean_docs"], p["held_out"], shards["val"].get(d, {}).get("tokens"), p["note"]]
                       for d, p in data["validation_plan"].items()]))
+    from .guard_section import guard_sections  # contamination scan and domain mix
+
+    guard_md, guard = guard_sections(dirs["decontaminate"], shards, train_summary)
+    md += [""] + guard_md
     md += ["", "## Training", ""]
     md.append(f"{train_summary['n_params']:,} parameters ({train_summary['n_params_non_embedding']:,} without "
               f"embeddings), {train_summary['steps']} steps, {train_summary['tokens']:,} tokens, on "
@@ -94,6 +98,7 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation}
+    report.update(guard)
     write_json(out / "report.json", report)
     for name in ("report.md", "report.json") + ((plot.name,) if plot else ()):
         (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run
