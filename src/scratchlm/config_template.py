@@ -61,7 +61,18 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
             comment = f"  # {src_comments[key]}" if key in src_comments else ""
             lines.append(f"{key} = {_toml_value(value)}{comment}")
         lines.append("")
+    lines += _eval_set_example()
     return "\n".join(lines)
+
+
+def _eval_set_example() -> list[str]:
+    comments = _comments(C.EvalSetConfig)
+    example = {"name": "support-qa", "path": "eval/support_qa.jsonl", "fields": ["question", "answer"],
+               "domain": "support"}
+    lines = ["# Held-out eval sets (optional): fixed before training, fingerprinted, and removed from the training",
+             "# data wherever it holds a copy (`scratchlm data decontaminate`). One table per set:", "# [[eval.sets]]"]
+    lines += [f"# {k} = {_toml_value(v)}" + (f"  # {comments[k]}" if k in comments else "") for k, v in example.items()]
+    return lines + [""]
 
 
 EXAMPLE_SOURCES = [
