@@ -188,3 +188,18 @@ def index_matches(index, text):
     from scratchlm.data.contamination import scan_document
 
     return scan_document(index, text)
+
+
+def test_config_mistakes_are_named(tmp_path):
+    from scratchlm.config import config_from_dict, validate
+
+    base = {"data": {"sources": [{"name": "a", "domain": "d", "path": "x"}]}}
+    for extra, message in (({"decontaminate": {"mode": "spans"}}, "decontaminate.mode` must be document or span"),
+                           ({"eval": {"sets": [{"name": "s", "path": "p"}, {"name": "s", "path": "q"}]}},
+                            "name `s` is used twice"),
+                           ({"eval": {"sets": [{"name": "validation/x", "path": "p"}]}}, "without `/`"),
+                           ({"decontaminate": {"validation_min_coverage": 0}}, "must be in \\(0, 1\\]")):
+        with pytest.raises(UserError, match=message):
+            validate(config_from_dict({**base, **extra}), "t.toml")
+    with pytest.raises(UserError, match="unknown key `feilds` in \\[eval.sets\\[0\\]\\]; did you mean `fields`"):
+        config_from_dict({**base, "eval": {"sets": [{"name": "s", "path": "p", "feilds": ["q"]}]}})
