@@ -41,7 +41,7 @@ def test_loss_decreases_and_report_is_written(micro_run):
 def test_rerun_skips_every_stage(micro_run, capsys):
     run_all(micro_run)
     err = capsys.readouterr().err
-    assert err.count("up to date, skipped") == 6 and "running" not in err
+    assert err.count("up to date, skipped") == 7 and "running" not in err
 
 
 def test_one_change_reruns_only_its_dependents(micro_run, tmp_path, capsys):

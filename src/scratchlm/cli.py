@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run every stage in order, skipping those already up to date")
     _config_arg(p)
     p.add_argument("--resume", action="store_true", help="continue training from its latest checkpoint")
-    p.add_argument("--force", action="store_true", help="train even when the plan ends in error")
+    p.add_argument("--force", action="store_true",
+                   help="continue past a plan in error or a contamination error (an eval set mostly copied in training)")
 
     p = sub.add_parser("plan", help="measure compute, memory and time on this hardware; verdicts before training")
     _config_arg(p)
@@ -51,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = data.add_parser("prepare", help="read, clean, dedup and split the sources")
     _config_arg(p)
     p.add_argument("--force", action="store_true")
+    from .data.guard_commands import add_parsers as add_guard_parsers
+
+    add_guard_parsers(data)
 
     tok = sub.add_parser("tokenizer", help="tokenizer stages").add_subparsers(dest="verb", required=True)
     for verb, text in (("train", "train the BPE tokenizer"), ("encode", "tokenize the corpus into shards")):
@@ -160,6 +164,10 @@ def dispatch(args: argparse.Namespace) -> int:
             raise UserError("scratchlm report needs -c CONFIG or a RUN_DIR (a train/<id> directory or a workdir)")
         run_dir = Path(args.run_dir)
         print(write_dashboard(resolve_train_dir(run_dir), run_dir))
+    elif args.command == "data" and args.verb in ("decontaminate", "contamination", "trace"):
+        from .data.guard_commands import run_guard_command
+
+        return run_guard_command(args)
     else:
         from . import stages
 

@@ -93,6 +93,15 @@ class TaskConfig:
     path: str  # JSONL, relative to the config file
     kind: str  # multiple_choice (scored by log-likelihood) | completion (scored by exact match)
 
+
+@dataclass
+class EvalSetConfig:
+    name: str
+    path: str  # JSONL (.jsonl, .jsonl.gz, .jsonl.zst: an item per line) or text (an item per paragraph)
+    fields: list[str] = field(default_factory=list)  # JSONL fields holding the text; empty: text, else prompt/question/...
+    domain: str = ""  # the domain it measures; the mix report warns when that domain gets almost no training tokens
+
+
 HUMAN_CRITERIA = [
     "correct: the content is factually / technically right for the prompt",
     "fluent: grammatical, reads naturally, no broken tokens",
@@ -119,6 +128,20 @@ class EvalConfig:
     tasks: list[TaskConfig] = field(default_factory=list)  # [[eval.tasks]] name/path/kind: your own JSONL tasks
     human_criteria: list[str] = field(default_factory=lambda: list(HUMAN_CRITERIA))  # "name: what it means"
     human_scale: int = 5  # every criterion is scored 1..human_scale
+    sets: list[EvalSetConfig] = field(default_factory=list)  # [[eval.sets]]: held-out sets the training data is guarded against
+
+
+@dataclass
+class DecontaminateConfig:
+    ngram: int = 13  # words per fingerprint (13 as in GPT-3); an eval item shares one with a copy of itself
+    min_words: int = 8  # items shorter than ngram are matched whole if at least this long, else not checked
+    mode: str = "document"  # document: drop a contaminated training document | span: cut the match +- span_window
+    span_window: int = 200  # characters cut on each side of a match in span mode
+    min_piece_chars: int = 200  # span mode: a piece left shorter than this is dropped too
+    guard_validation: bool = True  # the validation split is guarded too: its near copies leave training
+    validation_min_coverage: float = 0.5  # share of a validation doc's n-grams a training doc must hold to be a copy
+    error_train_share: float = 0.2  # an eval set whose copies are more than this share of the training text is an error
+    workers: int = 0  # scan processes; 0 uses every core
 
 @dataclass
 class SFTConfig:
@@ -163,6 +186,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    decontaminate: DecontaminateConfig = field(default_factory=DecontaminateConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
 
     monitor: MonitorConfig = field(default_factory=MonitorConfig)
@@ -275,6 +299,7 @@ def validate(cfg: Config, where: str) -> None:
     for i, task in enumerate(e.tasks):
         _check(task.kind in ("multiple_choice", "completion"), where,
                f"[[eval.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
+    _validate_eval_sets(cfg, where)
     _check(cfg.sft.max_steps > 0 and cfg.sft.batch_size > 0, where, "`sft.max_steps` and `sft.batch_size` must be > 0")
 
     mo = cfg.monitor
@@ -282,3 +307,16 @@ def validate(cfg: Config, where: str) -> None:
         _check(getattr(mo, key) > 0, where, f"`monitor.{key}` must be > 0")
     _check(0 < mo.stall_share < 1, where, "`monitor.stall_share` must be in (0, 1)")
     _check(mo.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")
+
+def _validate_eval_sets(cfg: Config, where: str) -> None:
+    c = cfg.decontaminate
+    _check(c.mode in ("document", "span"), where, f"`decontaminate.mode` must be document or span, got `{c.mode}`")
+    _check(c.ngram >= 1 and c.min_words >= 1, where, "`decontaminate.ngram` and `decontaminate.min_words` must be >= 1")
+    _check(0 < c.validation_min_coverage <= 1 and 0 < c.error_train_share <= 1, where,
+           "`decontaminate.validation_min_coverage` and `decontaminate.error_train_share` must be in (0, 1]")
+    _check(c.workers >= 0 and c.span_window >= 0, where, "`decontaminate.workers` and `span_window` must be >= 0")
+    names = [s.name for s in cfg.eval.sets]
+    for i, s in enumerate(cfg.eval.sets):
+        _check(bool(s.name) and "/" not in s.name, where,
+               f"[[eval.sets]] #{i + 1}: name must be non-empty and without `/`, got `{s.name}`")
+        _check(names.count(s.name) == 1, where, f"[[eval.sets]] name `{s.name}` is used twice")

@@ -10,7 +10,7 @@ from . import config as C
 
 SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
             ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
-            ("sft", C.SFTConfig),
+            ("decontaminate", C.DecontaminateConfig), ("sft", C.SFTConfig),
             ("monitor", C.MonitorConfig)]
 _FIELD_LINE = re.compile(r"^\s+(\w+):[^=]*=\s*.*?(?:#\s*(.*))?$")
 
@@ -41,7 +41,7 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         comments = _comments(cls)
         lines.append(f"[{name}]")
         for f in dataclasses.fields(cls):
-            if f.name in ("sources", "tasks"):  # arrays of tables: a bare `tasks = []` would block [[eval.tasks]]
+            if f.name in ("sources", "tasks", "sets"):  # arrays of tables: a bare `tasks = []` would block [[eval.tasks]]
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             value = overrides.get(name, {}).get(f.name, default)
@@ -59,7 +59,19 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
             comment = f"  # {src_comments[key]}" if key in src_comments else ""
             lines.append(f"{key} = {_toml_value(value)}{comment}")
         lines.append("")
+    lines += _eval_set_example()
     return "\n".join(lines)
+
+
+def _eval_set_example() -> list[str]:
+    comments = _comments(C.EvalSetConfig)
+    example = {"name": "support-qa", "path": "eval/support_qa.jsonl", "fields": ["question", "answer"],
+               "domain": "support"}
+    lines = ["# Held-out eval sets (optional): fixed before training, fingerprinted, and removed from the training",
+             "# data wherever it holds a copy (`scratchlm data decontaminate`). One table per set:", "# [[eval.sets]]"]
+    lines += [f"# {k} = {_toml_value(v)}" + (f"  # {comments[k]}" if k in comments else "") for k, v in example.items()]
+    return lines + [""]
+
 
 EXAMPLE_SOURCES = [
     {"name": "docs", "domain": "docs", "path": "data/docs/", "format": "text", "weight": 1.0},

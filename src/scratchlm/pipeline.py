@@ -17,8 +17,8 @@ from .errors import UserError
 from .ids import DigestCache, content_id, files_id, read_json, write_json
 from .progress import log
 
-STAGES = ("data", "tokenizer", "shards", "train", "eval", "report")
-COMMAND = {"data": "scratchlm data prepare", "tokenizer": "scratchlm tokenizer train",
+STAGES = ("data", "decontaminate", "tokenizer", "shards", "train", "eval", "report")
+COMMAND = {"data": "scratchlm data prepare", "decontaminate": "scratchlm data decontaminate", "tokenizer": "scratchlm tokenizer train",
            "shards": "scratchlm tokenizer encode", "train": "scratchlm train", "eval": "scratchlm eval",
            "report": "scratchlm report"}
 MANIFEST = "manifest.json"
@@ -26,7 +26,9 @@ NOT_SEMANTIC = {"train": {"threads", "log_every"},
                 # used by `scratchlm eval --checkpoint` / `eval human`, not by the pipeline's eval stage
                 "eval": {"diversity_samples", "humaneval", "humaneval_problems", "humaneval_samples",
                          "humaneval_max_new_tokens", "humaneval_temperature", "sandbox_timeout_s",
-                         "sandbox_memory_mb", "tasks", "human_criteria", "human_scale"}}  # keys that cannot change what a stage produces
+                         "sandbox_memory_mb", "tasks", "human_criteria", "human_scale",
+                         "sets"},  # [[eval.sets]] belong to the decontaminate stage's ID
+                "decontaminate": {"workers"}}  # keys that cannot change what a stage produces
 
 
 @dataclass
@@ -52,6 +54,7 @@ def _section(cfg: Config, name: str) -> dict:
 
 
 def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
+    from .data.decontaminate import eval_set_inputs
     from .data.readers import source_files
 
     work = cfg.workdir
@@ -60,6 +63,7 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
     for src in cfg.data.sources:
         files = source_files(src, cfg.base_dir)
         sources.append({"source": vars(src), "files": files_id(files, cache, cfg.base_dir)})
+    eval_sets = eval_set_inputs(cfg, cache)
     cache.save()
     data_cfg = {k: v for k, v in _section(cfg, "data").items() if k != "sources"}
     ids: dict[str, str] = {}
@@ -70,8 +74,9 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
         ids[stage] = content_id(stage, inputs[stage], *config)
 
     make("data", [], sources, data_cfg)
-    make("tokenizer", ["data"], _section(cfg, "tokenizer"))
-    make("shards", ["data", "tokenizer"])
+    make("decontaminate", ["data"], _section(cfg, "decontaminate"), eval_sets)
+    make("tokenizer", ["decontaminate"], _section(cfg, "tokenizer"))
+    make("shards", ["decontaminate", "tokenizer"])
     make("train", ["shards", "tokenizer"], _section(cfg, "model"), _section(cfg, "train"), cfg.eval.prompts)
     make("eval", ["train", "shards"], _section(cfg, "eval"))
     make("report", ["eval", "train", "shards", "tokenizer", "data"])
@@ -114,4 +119,7 @@ def _write_lineage(cfg: Config, art: dict[str, Artifact]) -> None:
     for s, a in art.items():
         if a.done:
             lineage["artifacts"][s] = {"id": a.id, "dir": str(a.dir.relative_to(cfg.workdir)), "inputs": a.inputs}
+    guard = art.get("decontaminate")
+    if guard is not None and guard.done:  # eval sets, each with an ID that depends only on its own items
+        lineage["eval_sets"] = read_json(guard.dir / "eval_sets.json")
     write_json(path, lineage)

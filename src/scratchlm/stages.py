@@ -14,17 +14,31 @@ def stage_data(cfg: Config, art: dict[str, Artifact], force: bool = False) -> di
     return run_stage(cfg, art, "data", lambda out: prepare_data(cfg, out), force)
 
 
+def stage_decontaminate(cfg: Config, art: dict[str, Artifact], force: bool = False,
+                         allow_contaminated: bool = False) -> dict:
+    from .data.decontaminate import check_verdict, decontaminate_corpus
+
+    result = run_stage(cfg, art, "decontaminate", lambda out: decontaminate_corpus(cfg, art["data"].dir, out), force)
+    check_verdict(result, allow_contaminated)
+    return result
+
+
+def train_data_dir(art: dict[str, Artifact]) -> Path:
+    """Where the stages after the guard read documents: the decontaminated split, laid out like data/<id>."""
+    return art["decontaminate"].dir
+
+
 def stage_tokenizer(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
     from .tokenizer.stage import train_tokenizer
 
-    return run_stage(cfg, art, "tokenizer", lambda out: train_tokenizer(cfg, art["data"].dir, out), force)
+    return run_stage(cfg, art, "tokenizer", lambda out: train_tokenizer(cfg, train_data_dir(art), out), force)
 
 
 def stage_shards(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
     from .tokenizer.stage import tokenize_corpus
 
     return run_stage(cfg, art, "shards",
-                     lambda out: tokenize_corpus(cfg, art["data"].dir, art["tokenizer"].dir, out), force)
+                     lambda out: tokenize_corpus(cfg, train_data_dir(art), art["tokenizer"].dir, out), force)
 
 
 def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, force: bool = False) -> dict:
@@ -32,6 +46,12 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
     from .train.loop import train_model
 
     prompts = cfg.eval.prompts or default_prompts(require(art, "data").dir)
+    if not art["train"].done:
+        from .data.mix import planned_mix
+        from .ids import read_json
+
+        for warning in planned_mix(cfg, read_json(require(art, "shards").dir / "shards.json")).warnings:
+            log(f"train: mix warning: {warning}")
     ids = {s: a.id for s, a in art.items() if s in ("data", "tokenizer", "shards", "train")}
     return run_stage(cfg, art, "train",
                      lambda out: train_model(cfg, art["shards"].dir, art["tokenizer"].dir, out, ids, prompts,
@@ -50,6 +70,7 @@ def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
     from .report.build import build_report
 
     dirs = {s: art[s].dir for s in ("data", "shards", "train", "eval")}
+    dirs["decontaminate"] = art["decontaminate"].dir
     ids = {s: a.id for s, a in art.items() if s != "report"}
     return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out), force)
 
@@ -71,8 +92,10 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
 
 
 def run_all(cfg: Config, resume: bool = False, force: bool = False) -> dict:
+    """force: continue past a plan in error, or a contamination error (an eval set mostly copied in training)."""
     art = plan_artifacts(cfg)
     stage_data(cfg, art)
+    stage_decontaminate(cfg, art, allow_contaminated=force)
     stage_tokenizer(cfg, art)
     stage_shards(cfg, art)
     stage_plan(cfg, art, force)

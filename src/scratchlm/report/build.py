@@ -77,6 +77,10 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
         from ..plan.render import plan_markdown
 
         md += [""] + plan_markdown(plan)
+    from .guard_section import guard_sections  # contamination scan and domain mix
+
+    guard_md, guard = guard_sections(dirs["decontaminate"], shards, train_summary)
+    md += [""] + guard_md
     md += ["", "## Training", ""]
     md.append(f"{train_summary['n_params']:,} parameters ({train_summary['n_params_non_embedding']:,} without "
               f"embeddings), {train_summary['steps']} steps, {train_summary['tokens']:,} tokens, on "
@@ -102,6 +106,7 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md += monitoring_section(dirs["train"], out)  # MONITOR: verdicts, dashboard.html, plots/
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation, "plan": plan}
+    report.update(guard)
     write_json(out / "report.json", report)
     for name in ("report.md", "report.json", "dashboard.html") + ((plot.name,) if plot else ()):
         (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run

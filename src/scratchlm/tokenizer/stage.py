@@ -8,6 +8,7 @@ import numpy as np
 
 from ..config import Config
 from ..data.jsonl import read_jsonl
+from ..data.provenance import ProvenanceWriter
 from ..ids import read_json, write_json
 from ..progress import bar, log
 from .bpe import BOS, load_tokenizer, special_ids, train_bpe
@@ -60,6 +61,7 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
     def encode_into(writer: TokenShardWriter, docs, label: str, count: bool) -> dict:
         n_docs = n_bytes = 0
         batch: list[dict] = []
+        provenance = ProvenanceWriter(writer.path)  # which document each token range came from
 
         def flush():
             nonlocal n_docs, n_bytes
@@ -69,6 +71,7 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
                 counts[:] += np.bincount(np.concatenate(arrays), minlength=vocab)
             for doc, ids in zip(batch, arrays):
                 writer.add(ids, domain_ids[doc["domain"]])
+                provenance.add(doc, len(ids))
                 n_docs += 1
                 n_bytes += len(doc["text"].encode("utf-8"))
             batch.clear()
@@ -78,6 +81,7 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
             if len(batch) >= ENCODE_BATCH:
                 flush()
         flush()
+        provenance.close()
         return {"docs": n_docs, "bytes": n_bytes, "tokens": writer.close()}
 
     for src in cfg.data.sources:
