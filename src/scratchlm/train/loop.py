@@ -29,6 +29,7 @@ from .device import autocast, pick_device, pick_precision, sync
 from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
                           mean_over_ranks, wrap_model)
 from .loader import MixtureLoader, Prefetcher
+from . import optim
 from .schedule import lr_factor
 
 
@@ -37,15 +38,10 @@ class TrainingHalted(UserError):
 
 
 def build_optimizer(model: torch.nn.Module, cfg: Config, device: torch.device) -> torch.optim.Optimizer:
+    """The optimizer named by `train.optimizer` (adamw | muon | muonh); switching is that one key."""
     t = cfg.train
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=t.learning_rate, betas=(t.beta1, t.beta2),
-                            fused=device.type == "cuda")
-    for g in opt.param_groups:
-        g["initial_lr"] = t.learning_rate
-    return opt
+    return optim.build_optimizer(model, t.optimizer, t.learning_rate, t.weight_decay, betas=(t.beta1, t.beta2),
+                                 muon_lr=t.muon_lr, muon_momentum=t.muon_momentum, device_type=device.type)
 
 
 def _set_lr(optimizer, factor: float) -> float:
@@ -122,7 +118,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         shutil.rmtree(ckpt_dir)
     barrier(world)
     model = wrap_model(raw, world, t.fsdp, device)
-    optimizer = build_optimizer(model, cfg, device)
+    optimizer = build_optimizer(raw, cfg, device)  # FSDP2 has already made raw's parameters DTensor shards
     if state is not None:
         load_optimizer_state(model, optimizer, state["optimizer"], t.fsdp)
         scaler.load_state_dict(state["scaler"])
