@@ -28,14 +28,16 @@ def test_two_gloo_ranks_match_one_rank_with_the_same_global_batch(prepared):
     fsdp.write_text(path.read_text().replace("[train]\n", "[train]\nfsdp = true\n", 1))
     sharded = train(fsdp, "--force", prefix=TORCHRUN)
     assert sharded.returncode == 0, sharded.stderr[-3000:]
-    _assert_close(one_rank, losses(plan_artifacts(load_config(fsdp))["train"].dir))
+    _assert_close(one_rank, losses(plan_artifacts(load_config(fsdp))["train"].dir), grad_norm_rtol=1e-2)
 
 
-def _assert_close(one_rank: list, two_ranks: list) -> None:
+def _assert_close(one_rank: list, two_ranks: list, grad_norm_rtol: float = 1e-3) -> None:
     """Same sequences, same init; only the order of float additions may differ (all-reduce vs accumulation).
 
-    Measured on fp32 CPU: DDP is bit-identical to 1 rank, FSDP2 within 3e-6 (loss) and 2e-4 (grad norm).
+    Tolerance: 1e-4 nats of loss per step; grad norm 1e-3 relative (DDP), 1e-2 (FSDP2, whose sharded norm is
+    summed differently). Measured on fp32 CPU: DDP bit-identical to 1 rank; FSDP2 loss within 3e-6, grad norm
+    within 2e-4 to 2.3e-3 depending on the run.
     """
     assert [s for s, _, _ in two_ranks] == [s for s, _, _ in one_rank]
     for (_, a, ga), (_, b, gb) in zip(one_rank, two_ranks):
-        assert abs(a - b) < 1e-4 and abs(ga - gb) < 1e-3 * max(1.0, ga)
+        assert abs(a - b) < 1e-4 and abs(ga - gb) < grad_norm_rtol * max(1.0, ga)

@@ -42,3 +42,21 @@ def test_sigkill_then_resume_reproduces_every_step_bit_for_bit(prepared):
     assert resumed.returncode == 0, resumed.stderr
     assert f"resumed from {survivors[-1]}" in resumed.stderr
     assert losses(train_dir) == uninterrupted  # losses and grad norms, exactly
+
+
+@pytest.mark.parametrize("optimizer", ["muon", "muonh"])
+def test_switching_optimizer_is_one_key_and_its_state_resumes_exactly(prepared, optimizer):
+    from scratchlm.config import load_config
+    from scratchlm.pipeline import plan_artifacts
+    from scratchlm.stages import stage_train
+
+    path, _ = prepared
+    cfg = load_config(path)
+    cfg.train.optimizer, cfg.train.max_steps = optimizer, 20
+    art = plan_artifacts(cfg)
+    stage_train(cfg, art)
+    full = losses(art["train"].dir)
+    (art["train"].dir / "manifest.json").unlink()
+    shutil.rmtree(list_checkpoints(art["train"].dir / "checkpoints")[-1])  # back to step 10
+    stage_train(cfg, art, resume=True)
+    assert losses(art["train"].dir) == full and full[-1][1] < full[0][1]

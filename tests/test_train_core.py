@@ -138,3 +138,16 @@ def test_checkpoint_from_a_different_model_config_is_explained(tmp_path):
         load_model_weights(_tiny_model(d_model=48), path)
     with pytest.raises(UserError, match="does not match the model config"):
         load_model_weights(_tiny_model(n_layer=2), path)
+
+
+def test_activation_checkpointing_gives_the_same_loss_and_gradients():
+    x, y = torch.randint(0, 40, (2, 16)), torch.randint(0, 40, (2, 16))
+    grads = []
+    for flag in (False, True):
+        model = _tiny_model(n_layer=2)
+        model.activation_checkpointing = flag
+        _, loss = model(x, y)
+        loss.backward()
+        grads.append((loss.item(), [p.grad.clone() for p in model.parameters()]))
+    assert grads[0][0] == grads[1][0]
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(grads[0][1], grads[1][1]))

@@ -39,8 +39,9 @@ def rope_tables(seq_len: int, head_dim: int, theta: float) -> tuple[torch.Tensor
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     # x: [B, H, T, D]; cos/sin: [T, D]
-    half = x.size(-1) // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    # chunk, not slicing: the backward of a slice allocates and fills a zero tensor per half, chunk's is one cat.
+    x1, x2 = x.chunk(2, dim=-1)
+    rotated = torch.cat([-x2, x1], dim=-1)
     return (x * cos + rotated * sin).to(x.dtype)
 
 
