@@ -1,4 +1,5 @@
-"""Exact resume, proven: a run killed with SIGKILL mid-interval and resumed logs the same losses, bit for bit."""
+"""Exact resume, proven: a run killed with SIGKILL mid-interval and resumed logs the same losses, bit for bit;
+Muon/MuonH state resumes exactly; time-based checkpoints and keep-last."""
 import signal
 import shutil
 import subprocess
@@ -7,6 +8,9 @@ import time
 
 import pytest
 
+from scratchlm.config import load_config
+from scratchlm.pipeline import plan_artifacts
+from scratchlm.stages import stage_train
 from scratchlm.train.checkpoint import list_checkpoints
 from train_procs import STEPS, env, losses, prepare_run, train
 
@@ -46,10 +50,6 @@ def test_sigkill_then_resume_reproduces_every_step_bit_for_bit(prepared):
 
 @pytest.mark.parametrize("optimizer", ["muon", "muonh"])
 def test_switching_optimizer_is_one_key_and_its_state_resumes_exactly(prepared, optimizer):
-    from scratchlm.config import load_config
-    from scratchlm.pipeline import plan_artifacts
-    from scratchlm.stages import stage_train
-
     path, _ = prepared
     cfg = load_config(path)
     cfg.train.optimizer, cfg.train.max_steps = optimizer, 20
@@ -60,3 +60,15 @@ def test_switching_optimizer_is_one_key_and_its_state_resumes_exactly(prepared, 
     shutil.rmtree(list_checkpoints(art["train"].dir / "checkpoints")[-1])  # back to step 10
     stage_train(cfg, art, resume=True)
     assert losses(art["train"].dir) == full and full[-1][1] < full[0][1]
+
+
+def test_time_based_checkpoints_and_keep_last(prepared):
+    path, _ = prepared
+    cfg = load_config(path)
+    cfg.train.max_steps, cfg.train.checkpoint_every, cfg.train.keep_last = 5, 1000, 2
+    cfg.train.checkpoint_minutes = 1e-9  # always due: one checkpoint per step, pruned to the last 2
+    art = plan_artifacts(cfg)
+    result = stage_train(cfg, art)
+    names = [p.name for p in list_checkpoints(art["train"].dir / "checkpoints")]
+    assert names == ["step_0000004", "step_0000005"]
+    assert result["best_checkpoint"].endswith("step_0000005")  # the only evaluated checkpoint

@@ -168,7 +168,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             loss_sum += float(loss.detach())
         loss_value = mean_over_ranks(loss_sum / grad_accum, world, device)
         scaler.unscale_(optimizer)
-        grad_norm = clip_gradients(model, t.grad_clip)
+        grad_norm = clip_gradients(model, t.grad_clip, t.fsdp)
         if not math.isfinite(loss_value) or not math.isfinite(grad_norm):
             _halt(out, step, loss_value, grad_norm, raw)
         scaler.step(optimizer)
@@ -222,11 +222,16 @@ def no_sync(model: torch.nn.Module, skip: bool):
     return model.no_sync() if skip and hasattr(model, "no_sync") else contextlib.nullcontext()
 
 
-def clip_gradients(model: torch.nn.Module, max_norm: float) -> float:
-    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm if max_norm > 0 else float("inf"))
-    if hasattr(norm, "full_tensor"):  # FSDP2: a DTensor holding the global norm
-        norm = norm.full_tensor()
-    return float(norm)
+def clip_gradients(model: torch.nn.Module, max_norm: float, fsdp: bool = False) -> float:
+    if not fsdp:
+        return float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm if max_norm > 0 else float("inf")))
+    # FSDP2: gradients are DTensor shards. Reduce the norm to one replicated number first, then scale every shard
+    # by the same coefficient, rather than leave torch to mix partial and replicated values.
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    norm = float(torch.nn.utils.get_total_norm(grads).full_tensor())
+    if max_norm > 0 and norm > max_norm:
+        torch._foreach_mul_(grads, max_norm / (norm + 1e-6))
+    return norm
 
 
 def _truncate_metrics(path: Path, step: int) -> None:
