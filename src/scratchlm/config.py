@@ -49,10 +49,12 @@ class TokenizerConfig:
 
 @dataclass
 class ModelConfig:
+    preset: str | None = None  # tiny | 50m | 125m | 350m | 1b; fills every model key the file leaves unset
     n_layer: int = 12
     d_model: int = 768
     n_head: int = 12
     n_kv_head: int | None = None  # grouped-query attention; None means n_head (plain multi-head)
+    head_dim: int | None = None  # width of one attention head; None means d_model / n_head
     seq_len: int = 1024
     mlp: str = "swiglu"  # swiglu | gelu | relu2
     mlp_ratio: float = 4.0  # hidden width / d_model (swiglu uses 2/3 of it so the parameter count matches)
@@ -63,13 +65,21 @@ class ModelConfig:
     dropout: float = 0.0
     init_std: float = 0.02
 
+    @property
+    def attn_head_dim(self) -> int:
+        return self.head_dim or self.d_model // self.n_head
+
+
 @dataclass
 class TrainConfig:
     max_steps: int = 5000
     batch_size: int = 16  # sequences per micro-batch
     grad_accum: int = 1  # micro-batches per optimizer step
+    batch_tokens: int = 0  # global batch in tokens; when set, grad_accum = batch_tokens / (batch_size*seq_len*ranks)
     optimizer: str = "adamw"  # adamw | muon | muonh
     learning_rate: float = 3e-3
+    muon_lr: float | None = None  # learning rate of the Muon-updated matrices; None uses the optimizer's default
+    muon_momentum: float = 0.95
     min_lr_ratio: float = 0.1  # final learning rate as a share of the peak
     warmup_steps: int = 100
     schedule: str = "cosine"  # cosine | wsd | constant
@@ -79,10 +89,14 @@ class TrainConfig:
     grad_clip: float = 1.0  # 0 disables clipping (not recommended)
     precision: str = "auto"  # auto | bf16 | fp16 | fp32; auto picks bf16 where the device supports it
     device: str = "auto"  # auto | cpu | cuda | mps
-    compile: bool = False
+    compile: bool = False  # torch.compile the model (worth it on GPU; minutes of warm-up)
+    activation_checkpointing: bool = False  # recompute each block in backward: less memory, ~30% more compute
+    fsdp: bool = False  # under torchrun, shard parameters and optimizer state (FSDP2) instead of replicating (DDP)
+    prefetch: int = 2  # batches prepared ahead by a background thread; 0 reads in the training thread
     seed: int = 1337
     checkpoint_every: int = 500  # steps; a checkpoint is also written at the end
-    keep_last: int = 3  # checkpoints kept on disk
+    checkpoint_minutes: float = 0.0  # also checkpoint when this many minutes passed since the last one; 0 disables
+    keep_last: int = 3  # checkpoints kept on disk (plus the best by validation loss)
     eval_every: int = 500
     log_every: int = 10
     threads: int = 0  # CPU threads for torch; 0 uses every core
@@ -229,6 +243,10 @@ def _build(cls: type, raw: Any, where: str, section: str):
     label = f"[{section}]" if section else "the top level"
     if not isinstance(raw, dict):
         raise UserError(f"{where}: {label} must be a table")
+    if cls is ModelConfig and raw.get("preset") is not None:
+        from .model.presets import apply_preset
+
+        raw = apply_preset(raw, where)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if not (cls is Config and f.name == "path")]
     kwargs = {}
@@ -278,9 +296,9 @@ def validate(cfg: Config, where: str) -> None:
                f"source `{s.name}`: format must be one of {', '.join(FORMATS)}, got `{s.format}`")
         _check(s.weight > 0, where, f"source `{s.name}`: weight must be > 0")
     _check(0 <= d.val_fraction < 0.5, where, "`data.val_fraction` must be in [0, 0.5)")
-    _check(m.d_model % m.n_head == 0, where,
-           f"`model.d_model` ({m.d_model}) must be divisible by `model.n_head` ({m.n_head})")
-    _check((m.d_model // m.n_head) % 2 == 0, where, "`model.d_model / model.n_head` must be even for RoPE")
+    _check(m.head_dim is not None or m.d_model % m.n_head == 0, where,
+           f"`model.d_model` ({m.d_model}) must be divisible by `model.n_head` ({m.n_head}), or set `model.head_dim`")
+    _check(m.attn_head_dim % 2 == 0, where, "the attention head width (`model.head_dim`) must be even for RoPE")
     kv = m.n_kv_head or m.n_head
     _check(m.n_head % kv == 0, where, f"`model.n_head` ({m.n_head}) must be divisible by `model.n_kv_head` ({kv})")
     _check(m.mlp in ("swiglu", "gelu", "relu2"), where, f"`model.mlp` must be swiglu, gelu or relu2, got `{m.mlp}`")
@@ -292,6 +310,10 @@ def validate(cfg: Config, where: str) -> None:
     for key in ("max_steps", "batch_size", "grad_accum", "checkpoint_every", "eval_every", "log_every", "keep_last"):
         _check(getattr(t, key) > 0, where, f"`train.{key}` must be > 0")
     _check(t.learning_rate > 0, where, "`train.learning_rate` must be > 0")
+    _check(t.batch_tokens >= 0 and t.checkpoint_minutes >= 0 and t.prefetch >= 0, where,
+           "`train.batch_tokens`, `train.checkpoint_minutes` and `train.prefetch` must be >= 0")
+    _check(not (t.fsdp and t.optimizer != "adamw"), where,
+           "`train.fsdp = true` needs `train.optimizer = \"adamw\"`: Muon orthogonalizes whole matrices, FSDP shards them")
     e = cfg.eval
     _check(e.humaneval in ("auto", "on", "off"), where, "`eval.humaneval` must be auto, on or off")
     _check(e.humaneval_samples > 0 and e.human_scale >= 2, where,

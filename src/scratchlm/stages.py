@@ -1,6 +1,7 @@
 """Each pipeline stage as one call: resolve its inputs, run it (or skip it), return its result."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .config import Config
@@ -53,9 +54,14 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
         for warning in planned_mix(cfg, read_json(require(art, "shards").dir / "shards.json")).warnings:
             log(f"train: mix warning: {warning}")
     ids = {s: a.id for s, a in art.items() if s in ("data", "tokenizer", "shards", "train")}
-    return run_stage(cfg, art, "train",
-                     lambda out: train_model(cfg, art["shards"].dir, art["tokenizer"].dir, out, ids, prompts,
-                                             resume=resume), force, keep_partial=resume)
+
+    def work(out: Path) -> dict:
+        return train_model(cfg, art["shards"].dir, art["tokenizer"].dir, out, ids, prompts, resume=resume)
+
+    if int(os.environ.get("RANK", "0")) > 0:  # under torchrun rank 0 owns the artifact directory; others only train
+        a = art["train"]
+        return a.manifest()["result"] if a.done and not force else work(a.dir)
+    return run_stage(cfg, art, "train", work, force, keep_partial=resume)
 
 
 def stage_eval(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:

@@ -13,6 +13,7 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from ..config import ModelConfig
 
@@ -38,8 +39,9 @@ def rope_tables(seq_len: int, head_dim: int, theta: float) -> tuple[torch.Tensor
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     # x: [B, H, T, D]; cos/sin: [T, D]
-    half = x.size(-1) // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    # chunk, not slicing: the backward of a slice allocates and fills a zero tensor per half, chunk's is one cat.
+    x1, x2 = x.chunk(2, dim=-1)
+    rotated = torch.cat([-x2, x1], dim=-1)
     return (x * cos + rotated * sin).to(x.dtype)
 
 
@@ -48,7 +50,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_head = cfg.n_head
         self.n_kv_head = cfg.n_kv_head or cfg.n_head
-        self.head_dim = cfg.d_model // cfg.n_head
+        self.head_dim = cfg.attn_head_dim
         self.q_proj = nn.Linear(cfg.d_model, self.n_head * self.head_dim, bias=False)
         self.k_proj = nn.Linear(cfg.d_model, self.n_kv_head * self.head_dim, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv_head * self.head_dim, bias=False)
@@ -121,9 +123,11 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(cfg.d_model, vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.tok_emb.weight
-        cos, sin = rope_tables(cfg.seq_len, cfg.d_model // cfg.n_head, cfg.rope_theta)
+        cos, sin = rope_tables(cfg.seq_len, cfg.attn_head_dim, cfg.rope_theta)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
+        # Set by the trainer: recompute each block during backward instead of storing its activations.
+        self.activation_checkpointing = False
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -152,7 +156,10 @@ class GPT(nn.Module):
         cos, sin = self.rope_cos[start:start + T], self.rope_sin[start:start + T]
         x = self.tok_emb(idx)
         for i, block in enumerate(self.blocks):
-            x = block(x, cos, sin, kv_cache.layer(i) if kv_cache is not None else None)
+            if self.activation_checkpointing and self.training and kv_cache is None:
+                x = checkpoint(block, x, cos, sin, use_reentrant=False)
+            else:
+                x = block(x, cos, sin, kv_cache.layer(i) if kv_cache is not None else None)
         if kv_cache is not None:
             kv_cache.advance(T)
         logits = self.lm_head(self.norm_f(x)).float()

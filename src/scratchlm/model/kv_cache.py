@@ -16,7 +16,7 @@ class KVCache:
     def for_model(cls, model, batch: int = 1) -> "KVCache":
         c = model.cfg
         p = model.tok_emb.weight
-        return cls(c.n_layer, batch, c.n_kv_head or c.n_head, c.seq_len, c.d_model // c.n_head, p.device, p.dtype)
+        return cls(c.n_layer, batch, c.n_kv_head or c.n_head, c.seq_len, c.attn_head_dim, p.device, p.dtype)
 
     def layer(self, i: int) -> "_LayerView":
         return _LayerView(self, i)

@@ -111,7 +111,8 @@ class Monitor:
             sink.publish(row["step"], scalars)
 
     def diagnose(self, step: int, loss: float, grad_norm: float, lr: float | None = None) -> dict:
-        d = diagnose(step, loss, grad_norm, self.model, self.loader, self.cfg.train.grad_accum, self.last_row, lr)
+        accum = getattr(self.loader, "grad_accum", self.cfg.train.grad_accum)
+        d = diagnose(step, loss, grad_norm, self.model, self.loader, accum, self.last_row, lr)
         self._record([Alert(step, NONFINITE, "loss/gradients", "error", d["explanation"])], NONFINITE)
         self.close()
         return d
@@ -154,3 +155,28 @@ class Monitor:
             if not self.replaying:
                 log(f"monitor: {a.verdict}: step {a.step}: {a.message}")
         self.active = {k for k in self.active if k[0] != detector} | now
+
+
+class NullMonitor:
+    """What ranks other than 0 use under torchrun: the same hooks, no work and no files."""
+
+    def data_timer(self):
+        return contextlib.nullcontext()
+
+    def before_update(self, step: int) -> None:
+        pass
+
+    def on_log(self, step: int, row: dict, elapsed: float) -> dict:
+        return row
+
+    def on_eval(self, step: int, row: dict, samples: list[dict]) -> dict:
+        return row
+
+    def publish(self, row: dict) -> None:
+        pass
+
+    def diagnose(self, step: int, loss: float, grad_norm: float, lr: float | None = None) -> dict:
+        return {"step": step, "loss": loss, "grad_norm": grad_norm}
+
+    def close(self) -> dict:
+        return {"detectors": {}}

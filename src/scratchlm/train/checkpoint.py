@@ -23,6 +23,7 @@ from ..errors import UserError
 from ..ids import file_digest, read_json, write_json
 
 PREFIX = "step_"
+BEST = "best.json"  # names the checkpoint with the lowest validation loss so far; kept when pruning
 
 
 def _git_commit() -> str | None:
@@ -49,9 +50,10 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+def model_tensors(model: torch.nn.Module, state: dict | None = None) -> dict[str, torch.Tensor]:
+    """`state`: an already gathered state dict (FSDP); by default the model's own."""
     # safetensors refuses shared storage; a tied lm_head is restored from the embedding on load.
-    sd = model.state_dict()
+    sd = dict(model.state_dict() if state is None else state)
     if getattr(model.cfg, "tie_embeddings", False):
         sd.pop("lm_head.weight", None)
     return {k: v.detach().contiguous().cpu() for k, v in sd.items()}
@@ -66,15 +68,21 @@ def _fsync_dir(path: Path) -> None:
 
 
 def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: dict, meta: dict,
-                    keep_last: int, files: tuple[Path, ...] = ()) -> Path:
-    """`files` (the tokenizer) are copied in, so one checkpoint directory is enough to load the model."""
+                    keep_last: int, files: tuple[Path, ...] = (), model_state: dict | None = None,
+                    optimizer_state: dict | None = None) -> Path:
+    """`files` (the tokenizer) are copied in, so one checkpoint directory is enough to load the model.
+
+    `model_state` / `optimizer_state` replace the model's and optimizer's own state dicts when given (FSDP
+    gathers them across ranks first). The last `keep_last` checkpoints survive, and so does the best one.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{PREFIX}{step:07d}"
     tmp = directory / f".tmp_{PREFIX}{step:07d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    save_file(model_tensors(model), str(tmp / "model.safetensors"))
-    torch.save({"step": step, "optimizer": optimizer.state_dict(), "rng": rng_state(), **extra_state},
+    save_file(model_tensors(model, model_state), str(tmp / "model.safetensors"))
+    optim = optimizer.state_dict() if optimizer_state is None else optimizer_state
+    torch.save({"step": step, "optimizer": optim, "rng": rng_state(), **extra_state},
                tmp / "state.pt")
     for f in files:
         shutil.copy(f, tmp / Path(f).name)
@@ -89,9 +97,31 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
         shutil.rmtree(final)
     os.replace(tmp, final)
     _fsync_dir(directory)
+    best = best_checkpoint(directory)
     for old in list_checkpoints(directory)[:-keep_last]:
-        shutil.rmtree(old, ignore_errors=True)
+        if old != best:
+            shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def best_checkpoint(directory: Path) -> Path | None:
+    path = Path(directory) / BEST
+    if not path.exists():
+        return None
+    best = Path(directory) / read_json(path)["checkpoint"]
+    return best if best.is_dir() else None
+
+
+def mark_best(directory: Path, step: int, val_loss: float) -> bool:
+    """Record the checkpoint of `step` as the best if its validation loss beats the recorded one."""
+    name = f"{PREFIX}{step:07d}"
+    if not (Path(directory) / name).is_dir() or val_loss != val_loss:  # no checkpoint at this step, or NaN
+        return False
+    path = Path(directory) / BEST
+    if path.exists() and best_checkpoint(directory) is not None and read_json(path)["val_loss"] <= val_loss:
+        return False
+    write_json(path, {"checkpoint": name, "step": step, "val_loss": val_loss})
+    return True
 
 
 def list_checkpoints(directory: Path) -> list[Path]:

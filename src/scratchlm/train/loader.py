@@ -1,12 +1,21 @@
 """Training batches from memory-mapped shards, mixed by source weight, in an order fixed by the seed.
 
-Each batch is a pure function of (seed, step, micro-step, rank), so the data position in a checkpoint is just
-the step, and a resumed run sees exactly the batches the uninterrupted run would have seen.
+The global batch of an optimizer step (batch_size x grad_accum x world_size sequences) is a pure function of
+(seed, step); micro-step `micro` on rank `rank` takes its own slice of it. So the data position in a checkpoint
+is just the step, a resumed run sees exactly the batches the uninterrupted run would have seen, and 2 ranks x 1
+micro-batch see the same sequences as 1 rank x 2 micro-batches.
 Each source is drawn with probability equal to its normalized weight: the weight is its share of training
 tokens, whatever its size on disk (a small source is repeated, a large one down-sampled).
+
+Packing is document-aware: a sequence starts at a document boundary, or for a document longer than seq_len at
+one of its seq_len-aligned chunks, so the model rarely starts reading mid-sentence and every token is reachable.
+A short document is followed by the next ones in the same sequence (packing, separated by their BOS tokens).
 """
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,21 +26,36 @@ from ..ids import read_json
 from ..tokenizer.shards import TokenShard
 
 
+def window_starts(shard: TokenShard, seq_len: int) -> np.ndarray:
+    """Offsets where a training window may start: each document start, then every seq_len tokens within it."""
+    last = len(shard) - seq_len - 1  # a window needs seq_len + 1 tokens
+    starts = shard.docs[:, 0] if len(shard.docs) else np.zeros(1, dtype=np.int64)
+    ends = np.append(starts[1:], len(shard))
+    chunks = np.maximum(1, -(-(ends - starts) // seq_len))
+    first = np.repeat(np.cumsum(chunks) - chunks, chunks)
+    offsets = np.repeat(starts, chunks) + (np.arange(int(chunks.sum())) - first) * seq_len
+    offsets = offsets[offsets <= last]
+    return offsets if len(offsets) else np.zeros(1, dtype=np.int64)
+
+
 class MixtureLoader:
-    def __init__(self, shards_dir: Path, seq_len: int, batch_size: int, seed: int, rank: int = 0):
+    def __init__(self, shards_dir: Path, seq_len: int, batch_size: int, seed: int, rank: int = 0,
+                 world_size: int = 1, grad_accum: int = 1):
         summary = read_json(shards_dir / "shards.json")
         self.seq_len, self.batch_size, self.seed, self.rank = seq_len, batch_size, seed, rank
-        self.sources, self.shards, weights, self.skipped = [], [], [], []
+        self.world_size, self.grad_accum = world_size, grad_accum
+        self.sources, self.shards, self.starts, weights, self.skipped = [], [], [], [], []
         for name, info in summary["train"].items():
             path = shards_dir / "train" / f"{name}.bin"
             if not path.exists():
-                raise UserError(f"token shard {path} is missing; rerun `scratchlm tokenizer encode`")
+                raise UserError(f"token shard {path} is missing; rerun `scratchlm tokenizer encode --force`")
             shard = TokenShard(path)
             if len(shard) <= seq_len + 1:
                 self.skipped.append(name)  # too small to cut one training window from
                 continue
             self.sources.append(name)
             self.shards.append(shard)
+            self.starts.append(window_starts(shard, seq_len))
             weights.append(info["weight"])
         if not self.shards:
             raise UserError(f"no source has more than seq_len+1 = {seq_len + 1} training tokens")
@@ -40,21 +64,36 @@ class MixtureLoader:
         self.tokens_drawn = np.zeros(len(self.shards), dtype=np.int64)
 
     def positions(self, step: int, micro: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """(source index, start token offset) of each row: the batch's identity, replayable for a diagnosis."""
-        rng = np.random.default_rng([self.seed, step, micro, self.rank])
-        which = rng.choice(len(self.shards), size=self.batch_size, p=self.probs)
-        starts = np.array([int(rng.integers(0, len(self.shards[s]) - self.seq_len - 1)) for s in which],
+        """(source index, start token offset) of each row of this rank's micro-batch of `step`.
+
+        Pure in (seed, step): the global batch of a step is the same whatever the world size or accumulation,
+        it may be drawn ahead in another thread, and a diagnosis can replay it.
+        """
+        rng = np.random.default_rng([self.seed, step])
+        n_global = self.batch_size * self.grad_accum * self.world_size
+        which = rng.choice(len(self.shards), size=n_global, p=self.probs)
+        where = rng.random(n_global)
+        lo = (micro * self.world_size + self.rank) * self.batch_size
+        which, where = which[lo:lo + self.batch_size], where[lo:lo + self.batch_size]
+        starts = np.array([int(self.starts[s][int(u * len(self.starts[s]))]) for s, u in zip(which, where)],
                           dtype=np.int64)
         return which, starts
 
-    def batch(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    def draw(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
         which, starts = self.positions(step, micro)
         rows = np.empty((self.batch_size, self.seq_len + 1), dtype=np.int64)
         for i, (s, start) in enumerate(zip(which, starts)):
             rows[i] = self.shards[s].tokens[start:start + self.seq_len + 1]
-        np.add.at(self.tokens_drawn, which, self.seq_len)
         t = torch.from_numpy(rows)
         return t[:, :-1], t[:, 1:], which
+
+    def batch(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+        x, y, which = self.draw(step, micro)
+        self.consumed(which)
+        return x, y, which
+
+    def consumed(self, which: np.ndarray) -> None:
+        np.add.at(self.tokens_drawn, which, self.seq_len)
 
     def epochs(self) -> dict[str, float]:
         return {name: float(drawn) / len(shard)
@@ -66,3 +105,51 @@ class MixtureLoader:
     def load_state_dict(self, state: dict) -> None:
         self.position = state["position"]
         self.tokens_drawn = np.asarray(state["tokens_drawn"], dtype=np.int64)
+
+
+class Prefetcher:
+    """Draws the next `depth` micro-batches in a background thread, in training order.
+
+    `wait_seconds` accumulates the time the training thread spent waiting for data: a loader that cannot keep
+    up shows there, instead of as an unexplained drop in tokens/s.
+    """
+
+    def __init__(self, loader: MixtureLoader, start_step: int, max_steps: int, depth: int):
+        self.loader, self.depth, self.wait_seconds = loader, depth, 0.0
+        self._order = ((s, m) for s in range(start_step, max_steps) for m in range(loader.grad_accum))
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        if depth > 0:
+            self._thread = threading.Thread(target=self._run, name="scratchlm-prefetch", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for key in self._order:
+                item = (key, self.loader.draw(*key))
+                while not self._stop.is_set():
+                    try:
+                        self._queue.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if self._stop.is_set():
+                    return
+        except BaseException as e:  # surfaced in the training thread, not lost in this one
+            self._queue.put((None, e))
+
+    def get(self, step: int, micro: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+        if self.depth == 0:
+            return self.loader.batch(step, micro)
+        t0 = time.perf_counter()
+        key, item = self._queue.get()
+        self.wait_seconds += time.perf_counter() - t0
+        if key is None:
+            raise item
+        if key != (step, micro):
+            raise RuntimeError(f"prefetcher out of order: expected {(step, micro)}, got {key}")
+        self.loader.consumed(item[2])
+        return item
+
+    def close(self) -> None:
+        self._stop.set()

@@ -1,0 +1,102 @@
+"""Training throughput of scratchlm's GPT against the plain nanoGPT baseline, side by side in one process.
+
+Both models get the same parameter budget (reported), batch, sequence length, optimizer (AdamW, clipping at 1.0)
+and thread count, and run one full training step (forward, backward, clip, AdamW) per iteration on random tokens.
+Rounds alternate between the contenders so that load from other processes on a shared machine hits all of them
+alike; the median over rounds is reported. "ours" is measured in fp32 and in bf16 autocast, which is how
+`train.precision = "auto"` is decided on CPU.
+
+    PYTHONPATH=src python bench/throughput.py                      # d_model 256, 4 layers, seq 256, batch 16
+    PYTHONPATH=src python bench/throughput.py --seq-len 1024 --batch 4 --compile
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from baseline_gpt2 import BaselineConfig, BaselineGPT  # noqa: E402
+
+from scratchlm.config import ModelConfig  # noqa: E402
+from scratchlm.model import GPT  # noqa: E402
+from scratchlm.train.device import autocast  # noqa: E402
+from scratchlm.train.optim import build_optimizer  # noqa: E402
+
+CPU = torch.device("cpu")
+
+
+def contenders(args) -> dict[str, tuple[torch.nn.Module, str]]:
+    torch.manual_seed(0)
+    ours = GPT(ModelConfig(n_layer=args.n_layer, d_model=args.d_model, n_head=args.n_head, seq_len=args.seq_len),
+               args.vocab)
+    base = BaselineGPT(BaselineConfig(vocab_size=args.vocab, n_layer=args.n_layer, n_head=args.n_head,
+                                      d_model=args.d_model, seq_len=args.seq_len))
+    models = {"baseline fp32": (base, "fp32"), "ours fp32": (ours, "fp32"), "ours bf16": (ours, "bf16")}
+    if args.compile:  # compiled once per contender before the first round; compile time is not counted
+        compiled = torch.compile(ours)
+        models |= {"ours fp32 compiled": (compiled, "fp32"), "ours bf16 compiled": (compiled, "bf16")}
+    return models
+
+
+def time_steps(model: torch.nn.Module, precision: str, args, steps: int) -> float:
+    """Tokens per second over `steps` full training steps (after one untimed warm-up step)."""
+    opt = build_optimizer(model, "adamw", 1e-4, 0.1)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=gen)
+    y = torch.randint(0, args.vocab, (args.batch, args.seq_len), generator=gen)
+
+    def step() -> None:
+        with autocast(CPU, precision):
+            _, loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return steps * args.batch * args.seq_len / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-layer", type=int, default=4)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--n-head", type=int, default=4)
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--vocab", type=int, default=4096)
+    ap.add_argument("--steps", type=int, default=5, help="timed steps per contender per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="1 by default: on a shared machine a descheduled second thread stalls every parallel op")
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile'd ours (fp32 and bf16)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    models = contenders(args)
+    for name, (model, precision) in models.items():
+        print(f"{name:20s} {sum(p.numel() for p in model.parameters()):,} parameters", file=sys.stderr)
+        if "compiled" in name:
+            time_steps(model, precision, args, 1)
+    results: dict[str, list[float]] = {name: [] for name in models}
+    for r in range(args.rounds):
+        for name, (model, precision) in models.items():
+            results[name].append(time_steps(model, precision, args, args.steps))
+        print(f"round {r + 1}: " + ", ".join(f"{n} {v[-1]:,.0f}" for n, v in results.items()), file=sys.stderr)
+    base = statistics.median(results["baseline fp32"])
+    print(f"| model | params | tokens/s (median of {args.rounds}) | vs baseline |")
+    print("|---|---:|---:|---:|")
+    for name, (model, _) in models.items():
+        med = statistics.median(results[name])
+        print(f"| {name} | {sum(p.numel() for p in model.parameters()):,} | {med:,.0f} | {med / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

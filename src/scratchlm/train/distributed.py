@@ -1,0 +1,102 @@
+"""Data parallelism under torchrun: DDP (replicate) or FSDP2 (shard), rank-aware everything else.
+
+Outside torchrun (no WORLD_SIZE in the environment) every function here is a no-op on a 1-rank world, so the
+single-process trainer runs the same code path. Rank 0 writes logs, metrics and checkpoints; with FSDP the
+full state dict is gathered onto rank 0's CPU first (a collective every rank joins).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.size > 1
+
+
+def init_world(device: torch.device) -> tuple[World, torch.device]:
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size <= 1:
+        return World(), device
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if device.type == "cuda":
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return World(rank, size, local), device
+
+
+def close_world(world: World) -> None:
+    if world.active and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def wrap_model(model: torch.nn.Module, world: World, fsdp: bool, device: torch.device) -> torch.nn.Module:
+    """Returns the module to train with; `model` itself stays the plain module (FSDP2 shards it in place)."""
+    if not world.active:
+        return model
+    if fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model.blocks:
+            fully_shard(block)
+        fully_shard(model)
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def mean_over_ranks(value: float, world: World, device: torch.device) -> float:
+    if not world.active:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t.item()) / world.size
+
+
+def any_rank(flag: bool, world: World, device: torch.device) -> bool:
+    """Ranks must agree on time-based decisions (checkpoint now?), since saving can be a collective."""
+    if not world.active:
+        return flag
+    t = torch.tensor([int(flag)], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
+def barrier(world: World) -> None:
+    if world.active:
+        dist.barrier()
+
+
+def full_state(model: torch.nn.Module, optimizer, fsdp: bool) -> tuple[dict, dict]:
+    """(model state dict, optimizer state dict) with whole tensors on CPU, whatever the wrapping."""
+    if not fsdp:
+        return model.state_dict(), optimizer.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    return get_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+
+def load_optimizer_state(model: torch.nn.Module, optimizer, state: dict, fsdp: bool) -> None:
+    if not fsdp:
+        optimizer.load_state_dict(state)
+        return
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    set_optimizer_state_dict(model, optimizer, state, options=StateDictOptions(full_state_dict=True))
