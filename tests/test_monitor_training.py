@@ -23,9 +23,7 @@ def prepared(builtin_corpus, micro_config, tmp_path_factory):
     path = micro_config(d, builtin_corpus, steps=20, ckpt=20, extra="[monitor]\npeak_flops = 1e12\n")
     cfg = load_config(path)
     art = plan_artifacts(cfg)
-    stages.stage_data(cfg, art)
-    stages.stage_tokenizer(cfg, art)
-    stages.stage_shards(cfg, art)
+    stages.stage_training_inputs(cfg, art)
     return path
 
 
@@ -96,13 +94,13 @@ def test_poisoned_forward_halts_at_that_step_naming_the_batch(prepared, monkeypa
 def test_slow_loader_triggers_the_stall_warning_and_the_dashboard_shows_it(prepared, monkeypatch, tmp_path):
     cfg = _variant(prepared, "slow", max_steps=10, eval_every=10, checkpoint_every=10)
     cfg.monitor.stall_share = 0.05  # a healthy in-memory loader waits ~1% of the step on this machine
-    original = MixtureLoader.batch
+    original = MixtureLoader.draw  # what the prefetch thread (or, without it, the trainer) calls
 
-    def slow_batch(self, step, micro=0):
+    def slow_draw(self, step, micro=0):
         time.sleep(0.3)  # the micro model's step takes milliseconds (a second on a loaded machine)
         return original(self, step, micro)
 
-    monkeypatch.setattr(MixtureLoader, "batch", slow_batch)
+    monkeypatch.setattr(MixtureLoader, "draw", slow_draw)
     art = plan_artifacts(cfg)
     summary = stages.stage_train(cfg, art)
     assert summary["monitor"]["loader_stall"]["verdict"] == "warning"

@@ -16,9 +16,7 @@ from test_cli import _one_line_error, scratchlm
 def built(builtin_corpus, micro_config, tmp_path_factory):
     cfg = load_config(micro_config(tmp_path_factory.mktemp("plan"), builtin_corpus))
     art = plan_artifacts(cfg)
-    stages.stage_data(cfg, art)
-    stages.stage_tokenizer(cfg, art)
-    stages.stage_shards(cfg, art)
+    stages.stage_training_inputs(cfg, art)
     return cfg
 
 
@@ -74,9 +72,10 @@ def test_check_trains_resumes_and_compares(built):
     assert "bit-identical" in lines["resume verified on this exact config"] or "within" in \
         lines["resume verified on this exact config"]
     assert "[     ok]" in lines["resume verified on this exact config"]
+    # the stages that produce these exist: each line must find its evidence in this run's artifacts
     for name in ("fuzzy dedup applied", "eval contamination checked",
                  "tokenizer fertility across the languages of use"):
-        assert "[    n/a]" in lines[name]
+        assert "[     ok]" in lines[name] or "[warning]" in lines[name], lines[name]
     assert "[     ok]" in lines["gradient clipping on"]
     assert r.returncode == (1 if "ERROR" in r.stdout else 0)
     assert not list(built.path.parent.glob(".scratchlm-resume-check-*"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from scratchlm.config import load_config
 from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import stage_data, stage_shards, stage_tokenizer
+from scratchlm.stages import stage_training_inputs
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 STEPS = 60
@@ -34,9 +34,7 @@ def micro_run_config(directory: Path, corpus: dict, micro_config, **train) -> Pa
 def prepare(path: Path):
     cfg = load_config(path)
     art = plan_artifacts(cfg)
-    stage_data(cfg, art)
-    stage_tokenizer(cfg, art)
-    stage_shards(cfg, art)
+    stage_training_inputs(cfg, art)
     return cfg, art["train"].dir
 
 

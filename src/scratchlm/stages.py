@@ -97,13 +97,18 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
     return plan
 
 
+def stage_training_inputs(cfg: Config, art: dict[str, Artifact], allow_contaminated: bool = False) -> None:
+    """Every stage training reads from: data, decontaminate, tokenizer, shards."""
+    stage_data(cfg, art)
+    stage_decontaminate(cfg, art, allow_contaminated=allow_contaminated)
+    stage_tokenizer(cfg, art)
+    stage_shards(cfg, art)
+
+
 def run_all(cfg: Config, resume: bool = False, force: bool = False) -> dict:
     """force: continue past a plan in error, or a contamination error (an eval set mostly copied in training)."""
     art = plan_artifacts(cfg)
-    stage_data(cfg, art)
-    stage_decontaminate(cfg, art, allow_contaminated=force)
-    stage_tokenizer(cfg, art)
-    stage_shards(cfg, art)
+    stage_training_inputs(cfg, art, allow_contaminated=force)
     stage_plan(cfg, art, force)
     stage_train(cfg, art, resume=resume)
     stage_eval(cfg, art)

@@ -38,10 +38,13 @@ def read_rows(path: Path) -> list[dict]:
 
 
 class Monitor:
-    def __init__(self, cfg, out: Path, model, device, precision: str, loader=None, start_step: int = 0):
+    def __init__(self, cfg, out: Path, model, device, precision: str, loader=None, start_step: int = 0,
+                 group_norms: bool = True):
+        """group_norms=False: skip per-group norms, e.g. under multi-rank FSDP, where a norm of a sharded
+        parameter is a collective that only this rank (0) would enter."""
         self.cfg, self.m, self.out, self.model, self.device, self.loader = cfg, cfg.monitor, out, model, device, loader
         self.log_every, self.max_steps = cfg.train.log_every, cfg.train.max_steps
-        self.groups = grouped_parameters(model)
+        self.groups = grouped_parameters(model) if group_norms else {}
         self.flops_per_token = flops_per_token(model)
         self.peak = peak_flops(device, precision, self.m.peak_flops)
         self.update = UpdateRatio()

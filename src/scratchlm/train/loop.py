@@ -129,7 +129,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         model = torch.compile(model)
     if world.main:
         _truncate_metrics(out / "metrics.jsonl", step)
-    monitor = (Monitor(cfg, out, raw, device, precision, loader, start_step=step)  # MONITOR
+    monitor = (Monitor(cfg, out, raw, device, precision, loader, start_step=step,  # MONITOR
+                       group_norms=not (t.fsdp and world.size > 1))
                if world.main else NullMonitor())
 
     tokens_per_step = t.batch_size * grad_accum * world.size * m.seq_len
