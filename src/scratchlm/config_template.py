@@ -42,7 +42,7 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         comments = _comments(cls)
         lines.append(f"[{name}]")
         for f in dataclasses.fields(cls):
-            if f.name == "sources":
+            if f.name in ("sources", "quality"):
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             value = overrides.get(name, {}).get(f.name, default)
@@ -52,6 +52,10 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
             comment = f"  # {comments[f.name]}" if f.name in comments else ""
             lines.append(f"{f.name} = {_toml_value(value)}{comment}")
         lines.append("")
+        if name == "data":
+            from .data.quality_config import template_lines
+
+            lines += template_lines(overrides.get("data", {}).get("quality"))
     src_comments = _comments(C.SourceConfig)
     lines.append("# One table per source. name, domain and path are required.")
     for s in sources:

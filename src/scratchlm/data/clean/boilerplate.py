@@ -182,8 +182,11 @@ class RepeatedLineFinder:
             return
         new_keys, new_counts = np.unique(np.concatenate(self._pending), return_counts=True)
         self._pending, self._pending_len = [], 0
+        self._combine(new_keys, new_counts.astype(np.uint32))
+
+    def _combine(self, new_keys: np.ndarray, new_counts: np.ndarray) -> None:
         keys = np.concatenate([self._keys, new_keys])
-        counts = np.concatenate([self._counts, new_counts.astype(np.uint32)])
+        counts = np.concatenate([self._counts, new_counts])
         self._keys, inverse = np.unique(keys, return_inverse=True)
         self._counts = np.bincount(inverse, weights=counts, minlength=len(self._keys)).astype(np.uint32)
         if len(self._keys) > self.max_entries:
@@ -196,6 +199,17 @@ class RepeatedLineFinder:
         keep = self._counts > floor
         self._keys, self._counts = self._keys[keep], self._counts[keep]
         self.undercount_bound += floor
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted line hashes, document counts): what a worker hands to the corpus-wide merge."""
+        self._merge()
+        return self._keys, self._counts
+
+    def add_table(self, keys: np.ndarray, counts: np.ndarray, n_docs: int) -> None:
+        """Merge another finder's table (counts of disjoint documents add up)."""
+        self._merge()
+        self.n_docs += n_docs
+        self._combine(np.asarray(keys, dtype=np.uint64), np.asarray(counts, dtype=np.uint32))
 
     def __len__(self) -> int:
         """Entries in the table (after merging what is buffered)."""
