@@ -35,11 +35,13 @@ def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dic
                           "excerpt": excerpts.get(kept, "")} for kept, m in largest]}
 
 
-def dedup_corpus(run: StepRunner, d: DataConfig, cache: Path) -> tuple[dict[str, str], dict, dict]:
-    """(unit name -> decisions file, dedup report, domain -> [(doc id, kept chars, unit name)] of the survivors)."""
+def dedup_corpus(run: StepRunner, d: DataConfig, cache: Path,
+                 paragraph_units: set[str]) -> tuple[dict[str, str], dict, dict]:
+    """(unit name -> decisions file, dedup report, domain -> [(doc id, kept chars, unit name)] of the survivors).
+    Duplicate paragraphs are cut only from documents of `paragraph_units` (prose, not code)."""
     settings = {"skip": sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup", "paragraph_dedup"}),
                 "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_chars": d.min_paragraph_chars,
-                "min_chars": d.min_chars, "version": 1}
+                "min_chars": d.min_chars, "paragraph_units": sorted(paragraph_units), "version": 1}
     key = content_id("dedup", [run.keys[u.name] for u in run.units], settings)
     out = cache / "dedup" / key
     files = {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}
@@ -49,14 +51,15 @@ def dedup_corpus(run: StepRunner, d: DataConfig, cache: Path) -> tuple[dict[str,
     tmp = out.with_name(f".{key}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    report, survivors = _decide(run, d, settings["skip"], tmp)
+    report, survivors = _decide(run, d, settings["skip"], paragraph_units, tmp)
     write_json(tmp / "report.json", {"report": report, "survivors": survivors})
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return files, report, survivors
 
 
-def _decide(run: StepRunner, d: DataConfig, skip: list[str], out: Path) -> tuple[dict, dict]:
+def _decide(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: set[str],
+            out: Path) -> tuple[dict, dict]:
     exact = fuzzy = paragraphs = None
     if "exact_dedup" not in skip:
         from .dedup import ExactDeduper
@@ -107,7 +110,7 @@ def _decide(run: StepRunner, d: DataConfig, skip: list[str], out: Path) -> tuple
             kept, jaccard = near_of[doc_id]
             decision = {"action": "drop", "rule": "near_duplicate", "score": round(float(jaccard), 4),
                         "detail": f"estimated Jaccard {float(jaccard):.2f} with {kept}"}
-        elif paragraphs is not None:
+        elif paragraphs is not None and unit.name in paragraph_units:
             text, removed = paragraphs.process(doc_id, doc["text"])
             if removed:
                 para_stats["docs"] += 1

@@ -10,8 +10,9 @@ global steps need the whole corpus and run in between:
   repeated_lines  lines in many documents of one source removed (not on code)           global -> local
   language        fastText language ID per document and paragraph (not on code)         local
   quality         Gopher / C4 / FineWeb rules, or the code-file rules, per profile      local
-  promo           promotional / spam / templated-text score                             local
-  dedup           exact, near (MinHash LSH) and paragraph duplicates, corpus-wide       global -> local
+  promo           promotional / spam / templated-text score (not on code)               local
+  dedup           exact and near (MinHash LSH) duplicates corpus-wide, and duplicate    global -> local
+                  paragraphs (not cut out of code: that would break the file)
   split           validation drawn per domain from the clean, deduplicated corpus       global -> local
 
 Order matters: the validation split is drawn from the *cleaned, deduplicated* corpus, so validation and
@@ -83,9 +84,10 @@ def prepare_data(cfg: Config, out: Path) -> dict:
         run.local("quality", S.quality_doc, d.min_chars,
                   state=lambda u: profile_config(profile[u.source], getattr(d.quality, profile[u.source])),
                   applies=enabled("quality"))
-        run.local("promo", S.promo_doc, d.promo_threshold, applies=enabled("promo"))
+        run.local("promo", S.promo_doc, d.promo_threshold, applies=enabled("promo", prose))
 
-        decisions, dedup_report, survivors = run.timed("find_duplicates", dedup_corpus, run, d, cache)
+        decisions, dedup_report, survivors = run.timed("find_duplicates", dedup_corpus, run, d, cache,
+                                                               {u.name for u in units if prose(u)})
         run.local("dedup", S.apply_dedup, state=lambda u: decisions[u.name])
 
         val_ids, val_plan = run.timed("draw_validation", _draw_validation, cfg, survivors)

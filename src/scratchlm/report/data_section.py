@@ -81,7 +81,7 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table) -
         langs = ", ".join(f"{k} {v}" for k, v in sorted(s["languages"].items(), key=lambda kv: -kv[1])) or \
             "not identified (code source or step skipped)"
         promo = s["promo"]
-        share = (f"source `{name}` is {promo['share']:.0%} promotional ({promo['promotional']} of {promo['scored']} "
+        share = (f"source `{name}` is {promo['share']:.1%} promotional ({promo['promotional']} of {promo['scored']} "
                  f"documents score ≥ {promo['threshold']})") if promo["share"] is not None else "promo step not run"
         md += ["", f"{kept_share:.1%} of the characters reach training. Languages (documents, before the filter): "
                    f"{langs}. Promotional: {share}.", ""]
