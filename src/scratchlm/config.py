@@ -63,8 +63,8 @@ class DataConfig:
     repeated_line_min_docs: int = 5  # a line in at least this many documents of a source ...
     repeated_line_min_share: float = 0.01  # ... and in this share of them is template, removed (not on code)
     promo_threshold: float = 0.5  # promotional/spam score (0-1) at or above which a document is dropped
-    fuzzy_threshold: float = 0.8  # estimated Jaccard of word 5-gram shingles above which documents are near-dups
-    min_paragraph_chars: int = 100  # paragraph dedup ignores shorter paragraphs (headings, "Returns:" lines)
+    fuzzy_threshold: float = 0.8  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
+    min_paragraph_words: int = 10  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
     token_sample_chars: int = 2_000_000  # sample for the tokens/char estimate before the tokenizer exists
     quality: QualityOverrides = field(default_factory=QualityOverrides)
 
@@ -243,6 +243,8 @@ def validate(cfg: Config, where: str) -> None:
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"
                + (f"; did you mean `{close[0]}`?" if close else f"; steps: {', '.join(PREPARE_STEPS)}"))
     _check(d.workers >= 0 and d.unit_mb > 0, where, "`data.workers` must be >= 0 and `data.unit_mb` > 0")
+    for key in ("fuzzy_threshold", "promo_threshold", "language_min_score"):
+        _check(0 < getattr(d, key) <= 1, where, f"`data.{key}` must be in (0, 1], got {getattr(d, key)}")
     from .data.quality_config import check_overrides
 
     check_overrides(d.quality, where)

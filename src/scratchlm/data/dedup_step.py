@@ -8,6 +8,7 @@ upstream outputs reuses them without reading the corpus again.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -20,6 +21,12 @@ from .step_runner import StepRunner
 
 BATCH = 1024
 EXAMPLES = 5
+_PARAGRAPH_BREAK = re.compile(r"\r?\n(?:[ \t]*\r?\n)+")  # the dedup package's paragraph boundary
+
+
+def _paragraph_texts(text: str, indices: list[int]) -> list[str]:
+    paragraphs = _PARAGRAPH_BREAK.split(text)
+    return [paragraphs[i] for i in indices if i < len(paragraphs)]
 
 
 def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dict[str, str]) -> dict:
@@ -40,7 +47,7 @@ def dedup_corpus(run: StepRunner, d: DataConfig, cache: Path,
     """(unit name -> decisions file, dedup report, domain -> [(doc id, kept chars, unit name)] of the survivors).
     Duplicate paragraphs are cut only from documents of `paragraph_units` (prose, not code)."""
     settings = {"skip": sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup", "paragraph_dedup"}),
-                "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_chars": d.min_paragraph_chars,
+                "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_words": d.min_paragraph_words,
                 "min_chars": d.min_chars, "paragraph_units": sorted(paragraph_units), "version": 1}
     key = content_id("dedup", [run.keys[u.name] for u in run.units], settings)
     out = cache / "dedup" / key
@@ -70,9 +77,10 @@ def _decide(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: se
 
         fuzzy = FuzzyDeduper(MinHashConfig(threshold=d.fuzzy_threshold))
     if "paragraph_dedup" not in skip:
-        from .dedup import ParagraphDeduper
+        from .dedup import ParagraphDedupConfig, ParagraphDeduper
 
-        paragraphs = ParagraphDeduper(min_chars=d.min_paragraph_chars)
+        paragraphs = ParagraphDeduper(ParagraphDedupConfig(min_words=d.min_paragraph_words,
+                                                           threshold=d.fuzzy_threshold))
     exact_of: dict[str, tuple[str, float | None]] = {}
     excerpts: dict[str, str] = {}
     total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
@@ -113,15 +121,18 @@ def _decide(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: se
         elif paragraphs is not None and unit.name in paragraph_units:
             text, removed = paragraphs.process(doc_id, doc["text"])
             if removed:
+                pieces = _paragraph_texts(doc["text"], [r.index for r in removed])
                 para_stats["docs"] += 1
                 para_stats["paragraphs"] += len(removed)
-                para_stats["chars"] += sum(len(p) for p in removed)
+                para_stats["chars"] += sum(len(p) for p in pieces)
+                kinds = Counter(r.kind for r in removed)
+                detail = (f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))} duplicate paragraphs of "
+                          f"earlier documents, e.g. {removed[0].first_doc_id}")
                 if len(text) < d.min_chars:
                     decision = {"action": "drop", "rule": "paragraph_duplicate_doc",
-                                "detail": f"{len(removed)} duplicate paragraphs removed, {len(text)} chars left"}
+                                "detail": f"{detail}; {len(text)} chars left"}
                 else:
-                    decision = {"action": "cut", "text": text, "removed": list(removed),
-                                "detail": "paragraph seen earlier in the corpus"}
+                    decision = {"action": "cut", "text": text, "removed": pieces, "detail": detail}
         if decision is None or decision["action"] == "cut":
             survivors[unit.domain].append((doc_id, len(decision["text"]) if decision else len(doc["text"]),
                                             unit.name))
