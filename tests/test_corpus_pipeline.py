@@ -211,3 +211,33 @@ def test_cli_subcommands(tmp_path, capsys):
     assert "web/web.jsonl:16" in capsys.readouterr().out
     assert main(["data", "explain", "-c", str(tmp_path / "c.toml"), "web/web.jsonl:13"]) == 0
     assert "exact_duplicate" in capsys.readouterr().out
+
+
+def test_a_big_jsonl_cut_into_units_reads_the_same_documents(tmp_path):
+    from scratchlm.data.readers import read_jsonl_file
+    from scratchlm.data.units import _line_cuts
+
+    rows = [json.dumps({"text": f"line {i} " + "x" * (i % 37)}) for i in range(500)]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    whole = [(d["id"], d["text"]) for d in read_jsonl_file(path, "s/big.jsonl", "text")]
+    cuts = _line_cuts(path, path.stat().st_size, unit_bytes=1000)
+    assert len(cuts) > 10 and cuts[0][0] == 0 and cuts[-1][1] == -1
+    assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))  # contiguous, no byte read twice
+    pieces = [(d["id"], d["text"]) for start, end, first in cuts
+              for d in read_jsonl_file(path, "s/big.jsonl", "text", start, end, first)]
+    assert pieces == whole and whole[499][0] == "s/big.jsonl:500"
+
+
+def test_per_source_languages_override_the_default(tmp_path):
+    (tmp_path / "mixed.jsonl").write_text(json.dumps({"text": GERMAN}) + "\n" + json.dumps({"text": _story(1)}) + "\n")
+    cfg = config_from_dict({"data": {"sources": [{"name": "de", "domain": "web", "path": "mixed.jsonl",
+                                                  "languages": ["de"]}],
+                                     "workers": 1, "min_chars": 100,
+                                     "skip": ["quality", "promo", "fuzzy_dedup", "paragraph_dedup"]},
+                            "tokenizer": {"vocab_size": 300},
+                            "model": {"n_layer": 1, "d_model": 16, "n_head": 2, "seq_len": 16}})
+    cfg.path = tmp_path / "c.toml"
+    _, stats = _prepare(cfg)
+    lang = stats["sources"]["de"]["steps"]["language"]
+    assert lang["docs_out"] == 1 and lang["dropped"] == {"language": 1} and lang["notes"]["language_out"] == {"de": 1}

@@ -30,7 +30,7 @@ import xxhash
 
 from ..config import Config, SourceConfig
 from ..errors import UserError
-from ..ids import DigestCache, write_json
+from ..ids import DigestCache, content_id, write_json
 from ..progress import log
 from . import prepare_steps as S
 from .dedup_step import dedup_corpus
@@ -73,7 +73,7 @@ def prepare_data(cfg: Config, out: Path) -> dict:
 
         run.local("line_counts", S.count_lines, applies=enabled("repeated_lines", prose),
                   finish=S.save_line_counts, writes_docs=False)
-        frequent = run.timed("find_repeated_lines", _repeated_lines, run, d)
+        frequent = run.timed("find_repeated_lines", _repeated_lines, run, d, cache)
         run.local("repeated_lines", S.repeated_lines_doc, d.min_chars, state=lambda u: frequent[u.source],
                   applies=enabled("repeated_lines", prose))
 
@@ -132,22 +132,35 @@ def _check_sources_readable(run: StepRunner, sources: dict[str, SourceConfig]) -
                             f"read; top reason: {rule} ({n} of {c['in']})")
 
 
-def _repeated_lines(run: StepRunner, d) -> dict[str, list[int]]:
-    """Corpus-wide step: per source, the lines that appear in many of its documents (sorted line hashes)."""
+def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
+    """Corpus-wide step: per source, the lines found in many of its documents. Returns source -> path of a
+    .npy of their line hashes, named by what it was computed from (so the path works as a cache key)."""
     import numpy as np
 
     from .clean.boilerplate import RepeatedLineFinder
 
-    finders: dict[str, RepeatedLineFinder] = defaultdict(RepeatedLineFinder)
-    for unit in run.units:
-        side = run.outputs["line_counts"].get(unit.name)
-        if side is not None:
-            finders[unit.source].add_table(np.load(side / "keys.npy"), np.load(side / "counts.npy"),
-                                           int(np.load(side / "n_docs.npy")[0]))
-    frequent = defaultdict(list)
-    for source, finder in finders.items():
-        frequent[source] = sorted(finder.frequent(d.repeated_line_min_docs, d.repeated_line_min_share))
-    return frequent
+    paths = {}
+    for source in dict.fromkeys(u.source for u in run.units):
+        sides = [run.outputs["line_counts"][u.name] for u in run.units
+                 if u.source == source and u.name in run.outputs["line_counts"]]
+        if not sides:
+            continue
+        key = content_id("repeated_lines", [str(p) for p in sides], d.repeated_line_min_docs,
+                         d.repeated_line_min_share)
+        path = cache / "repeated_lines" / f"{source}-{key}.npy"
+        if not path.exists():
+            finder = RepeatedLineFinder()
+            for side in sides:
+                finder.add_table(np.load(side / "keys.npy"), np.load(side / "counts.npy"),
+                                 int(np.load(side / "n_docs.npy")[0]))
+            frequent = np.array(sorted(finder.frequent(d.repeated_line_min_docs, d.repeated_line_min_share)),
+                                dtype=np.uint64)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npy")
+            np.save(tmp, frequent)
+            os.replace(tmp, path)
+        paths[source] = str(path)
+    return paths
 
 
 def _draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str, set[str]], dict]:

@@ -74,7 +74,9 @@ def save_line_counts(ctx: StepContext) -> None:
 
 def repeated_lines_doc(doc: dict, ctx: StepContext) -> dict | None:
     """Remove lines found in many documents of the same source (templates: site footers, license headers)."""
-    frequent = ctx.memo.setdefault("frequent", set(ctx.state))
+    if "frequent" not in ctx.memo:  # the state is the path of the source's frequent-line hashes
+        ctx.memo["frequent"] = set(np.load(ctx.state).tolist())
+    frequent = ctx.memo["frequent"]
     removed = [line for line in doc["text"].split("\n") if line.strip() and line_hash(line) in frequent]
     if removed:
         doc["text"], _ = remove_lines(doc["text"], frequent)
