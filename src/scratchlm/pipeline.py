@@ -22,7 +22,8 @@ COMMAND = {"data": "scratchlm data prepare", "tokenizer": "scratchlm tokenizer t
            "shards": "scratchlm tokenizer encode", "train": "scratchlm train", "eval": "scratchlm eval",
            "report": "scratchlm report"}
 MANIFEST = "manifest.json"
-NOT_SEMANTIC = {"train": {"threads", "log_every"}}  # keys that cannot change what a stage produces
+NOT_SEMANTIC = {"train": {"threads", "log_every"},  # keys that cannot change what a stage produces
+                "data": {"workers"}}
 
 
 @dataclass

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import zstandard
 
+from .. import __version__
 from ..ids import content_id, read_json, write_json
 from ..progress import bar
 from .jsonl import ShardWriter, read_jsonl
@@ -32,6 +33,7 @@ from .ledger import Ledger
 from .readers import Rejected
 from .units import Unit
 
+CACHE_VERSION = f"{__version__}/1"  # bump when a step's code changes what it produces: old results are not reused
 DOCS = "docs-00000.jsonl.zst"
 STATS = "stats.json"
 
@@ -185,7 +187,7 @@ class StepRunner:
             if not applies(u):
                 continue
             unit_state = state(u) if state else None
-            key = content_id(self.keys[u.name], step, settings, unit_state)
+            key = content_id(CACHE_VERSION, self.keys[u.name], step, settings, unit_state)
             out = self.cache / step / key
             self.outputs[step][u.name] = out
             if (out / STATS).exists():
