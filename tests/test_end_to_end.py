@@ -85,3 +85,20 @@ def test_resume_continues_from_the_latest_checkpoint(micro_run, capsys):
     resumed = [r for r in _metrics(micro_run) if "loss" in r]
     assert [r["step"] for r in resumed] == [r["step"] for r in original]
     assert [r["loss"] for r in resumed] == [r["loss"] for r in original]  # same batches, same RNG: same losses
+
+
+def test_report_shows_the_corpus_pipeline_and_the_ledger_accounts_for_every_document(micro_run):
+    report = (micro_run.workdir / "report.md").read_text()
+    for needle in ("**Corpus size:", "### Source `web`", "tokens in → out", "Languages (documents, before the filter)",
+                   "% promotional (", "### Dedup clusters", "near (MinHash LSH)", "### Per domain"):
+        assert needle in report, needle
+    data = read_json(micro_run.workdir / "report.json")["data"]
+    art = plan_artifacts(micro_run)
+    from scratchlm.data.audit import ledger_records
+
+    dropped = [r for r in ledger_records(art["data"].dir) if r["level"] == "document"]
+    held_out = sum(v["docs"] for v in data["validation"].values())
+    assert sum(s["docs_in"] for s in data["sources"].values()) == \
+        sum(s["train"]["docs"] for s in data["sources"].values()) + held_out + len(dropped)
+    code = data["sources"]["code"]["steps"]
+    assert code["quality"]["docs_out"] >= 0.95 * code["quality"]["docs_in"]  # prose rules do not gut code

@@ -55,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     from .data.guard_commands import add_parsers as add_guard_parsers
 
     add_guard_parsers(data)
+    p = data.add_parser("rejected", help="count and sample what the prepare stage dropped, by rule")
+    _config_arg(p)
+    p.add_argument("--rule", default=None, help="e.g. near_duplicate, language, promotional (default: all)")
+    p.add_argument("--source", default=None)
+    p.add_argument("--sample", type=int, default=5)
+    p = data.add_parser("explain", help="follow one document through every prepare step")
+    _config_arg(p)
+    p.add_argument("doc_id", help="e.g. web/web.jsonl:17")
 
     tok = sub.add_parser("tokenizer", help="tokenizer stages").add_subparsers(dest="verb", required=True)
     for verb, text in (("train", "train the BPE tokenizer"), ("encode", "tokenize the corpus into shards")):
@@ -184,8 +192,15 @@ def dispatch(args: argparse.Namespace) -> int:
 
             return (plan_command if args.command == "plan" else check_command)(cfg, args)
         art = plan_artifacts(cfg)
-        if args.command == "data":
+        if args.command == "data" and args.verb == "prepare":
             stages.stage_data(cfg, art, args.force)
+        elif args.command == "data":
+            from .data import audit
+            from .pipeline import require
+
+            data_dir = require(art, "data").dir
+            print(audit.rejected(data_dir, args.rule, args.source, args.sample) if args.verb == "rejected"
+                  else audit.explain(data_dir, args.doc_id))
         elif args.command == "tokenizer":
             (stages.stage_tokenizer if args.verb == "train" else stages.stage_shards)(cfg, art, args.force)
         elif args.command == "train":

@@ -27,6 +27,20 @@ class SourceConfig:
     format: str | None = None  # text | jsonl | parquet | html; inferred from the extension when absent
     text_field: str = "text"
     weight: float = 1.0  # share of training tokens (normalized over sources)
+    languages: list[str] | None = None  # overrides data.languages for this source
+    profile: str | None = None  # prose | code: filter set; default code for domain "code", prose otherwise
+
+
+@dataclass
+class QualityOverrides:
+    # Per-profile overrides of the Gopher / C4 / FineWeb / code thresholds (keys: the fields of
+    # scratchlm.data.clean.quality.QualityConfig; `false` switches a rule off). `scratchlm init` lists every key.
+    prose: dict[str, Any] = field(default_factory=dict)
+    code: dict[str, Any] = field(default_factory=dict)
+
+
+PREPARE_STEPS = ("boilerplate", "repeated_lines", "language", "quality", "promo", "exact_dedup", "fuzzy_dedup",
+                 "paragraph_dedup")
 
 @dataclass
 class DataConfig:
@@ -39,6 +53,18 @@ class DataConfig:
     val_min_docs: int = 2  # a domain with fewer clean documents gets no validation split (reported)
     shard_docs: int = 50_000  # documents per output shard
     seed: int = 1234  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
+    workers: int = 0  # processes for the per-shard steps; 0 uses every core
+    unit_mb: int = 64  # inputs are cut into work units of about this size (big plain JSONL files by line ranges)
+    skip: list[str] = field(default_factory=list)  # steps to switch off, e.g. ["promo", "fuzzy_dedup"]
+    languages: list[str] = field(default_factory=lambda: ["en"])  # languages to keep; [] keeps all; code skips
+    language_min_score: float = 0.65  # fastText probability floor (FineWeb's English threshold, Penedo et al. 2024)
+    repeated_line_min_docs: int = 5  # a line in at least this many documents of a source ...
+    repeated_line_min_share: float = 0.01  # ... and in this share of them is template, removed (not on code)
+    promo_threshold: float = 0.5  # promotional/spam score (0-1) at or above which a document is dropped
+    fuzzy_threshold: float = 0.8  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
+    min_paragraph_words: int = 10  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
+    token_sample_chars: int = 2_000_000  # sample for the tokens/char estimate before the tokenizer exists
+    quality: QualityOverrides = field(default_factory=QualityOverrides)
 
 @dataclass
 class TokenizerConfig:
@@ -296,6 +322,19 @@ def validate(cfg: Config, where: str) -> None:
                f"source `{s.name}`: format must be one of {', '.join(FORMATS)}, got `{s.format}`")
         _check(s.weight > 0, where, f"source `{s.name}`: weight must be > 0")
     _check(0 <= d.val_fraction < 0.5, where, "`data.val_fraction` must be in [0, 0.5)")
+    for s in d.sources:
+        _check(s.profile in (None, "prose", "code"), where,
+               f"source `{s.name}`: profile must be prose or code, got `{s.profile}`")
+    for step in d.skip:
+        close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
+        _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"
+               + (f"; did you mean `{close[0]}`?" if close else f"; steps: {', '.join(PREPARE_STEPS)}"))
+    _check(d.workers >= 0 and d.unit_mb > 0, where, "`data.workers` must be >= 0 and `data.unit_mb` > 0")
+    for key in ("fuzzy_threshold", "promo_threshold", "language_min_score"):
+        _check(0 < getattr(d, key) <= 1, where, f"`data.{key}` must be in (0, 1], got {getattr(d, key)}")
+    from .data.quality_config import check_overrides
+
+    check_overrides(d.quality, where)
     _check(m.head_dim is not None or m.d_model % m.n_head == 0, where,
            f"`model.d_model` ({m.d_model}) must be divisible by `model.n_head` ({m.n_head}), or set `model.head_dim`")
     _check(m.attn_head_dim % 2 == 0, where, "the attention head width (`model.head_dim`) must be even for RoPE")

@@ -41,7 +41,7 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         comments = _comments(cls)
         lines.append(f"[{name}]")
         for f in dataclasses.fields(cls):
-            if f.name in ("sources", "tasks", "sets"):  # arrays of tables: a bare `tasks = []` would block [[eval.tasks]]
+            if f.name in ("sources", "tasks", "sets", "quality"):  # arrays of tables / nested tables are rendered apart
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             value = overrides.get(name, {}).get(f.name, default)
@@ -51,6 +51,10 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
             comment = f"  # {comments[f.name]}" if f.name in comments else ""
             lines.append(f"{f.name} = {_toml_value(value)}{comment}")
         lines.append("")
+        if name == "data":
+            from .data.quality_config import template_lines
+
+            lines += template_lines(overrides.get("data", {}).get("quality"))
     src_comments = _comments(C.SourceConfig)
     lines.append("# One table per source. name, domain and path are required.")
     for s in sources:

@@ -22,7 +22,8 @@ COMMAND = {"data": "scratchlm data prepare", "decontaminate": "scratchlm data de
            "shards": "scratchlm tokenizer encode", "train": "scratchlm train", "eval": "scratchlm eval",
            "report": "scratchlm report"}
 MANIFEST = "manifest.json"
-NOT_SEMANTIC = {"train": {"threads", "log_every"},
+NOT_SEMANTIC = {"train": {"threads", "log_every", "prefetch", "checkpoint_minutes"},
+                "data": {"workers"},
                 # used by `scratchlm eval --checkpoint` / `eval human`, not by the pipeline's eval stage
                 "eval": {"diversity_samples", "humaneval", "humaneval_problems", "humaneval_samples",
                          "humaneval_max_new_tokens", "humaneval_temperature", "sandbox_timeout_s",

@@ -10,7 +10,10 @@ from .data.builtin import build_builtin_corpus
 CODE_CHARS = 4_000_000  # the stdlib is ~30 MB; a 4 MB sample keeps the quickstart within its 10-minute budget
 PRESET = {
     "run": {"workdir": "."},
-    "data": {"min_chars": 200, "val_fraction": 0.1, "val_max_docs": 60},
+    # The built-in docs and web sources are technical text full of code examples: C4's terminal-punctuation
+    # line rule and curly-brace rule would cut most of it (FineWeb dropped the former for the same reason).
+    "data": {"min_chars": 200, "val_fraction": 0.1, "val_max_docs": 60, "unit_mb": 1,
+             "quality": {"prose": {"c4_terminal_punctuation": None, "c4_reject_curly_braces": False}}},
     "tokenizer": {"vocab_size": 4096, "sample_chars": 5_000_000},
     "model": {"n_layer": 4, "d_model": 192, "n_head": 6, "seq_len": 256},
     "train": {"max_steps": 600, "batch_size": 16, "learning_rate": 3e-3, "warmup_steps": 50,

@@ -19,12 +19,17 @@ class Ledger:
         self.counts: dict[str, Counter] = defaultdict(Counter)  # source -> rule -> docs
 
     def reject(self, *, source: str, doc_id: str, stage: str, rule: str, detail: str = "",
-               text: str = "", score: float | None = None) -> None:
+               text: str = "", score: float | None = None, level: str = "document") -> None:
         self.counts[source][rule] += 1
         record = {"source": source, "id": doc_id, "stage": stage, "rule": rule, "detail": detail,
-                  "excerpt": text[:EXCERPT_CHARS]}
+                  "excerpt": text[:EXCERPT_CHARS], "level": level}
         if score is not None:
             record["score"] = score
+        self.writer.write(record)
+
+    def add(self, record: dict) -> None:
+        """Copy a record from another ledger (the per-unit ledgers merged into the stage's)."""
+        self.counts[record["source"]][record["rule"]] += 1
         self.writer.write(record)
 
     def close(self) -> list[Path]:

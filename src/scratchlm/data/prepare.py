@@ -1,41 +1,50 @@
-"""Prepare data: read every source, clean, deduplicate, and split validation off per domain.
+"""Prepare data: read every source, clean, filter, deduplicate, and split validation off per domain.
 
-Order matters. The validation split is drawn from the *cleaned, deduplicated* corpus, so validation and
-training come from the same distribution and no validation document has an exact copy in training.
+The stage is a sequence of named steps (prepare_data below reads top to bottom). Local steps run per work
+unit in a process pool and are cached by the content ID of their inputs and settings (step_runner.py);
+global steps need the whole corpus and run in between:
 
-Pass 1 streams every source through the cleaning steps into per-source shards. Pass 2 draws validation
-documents per domain (by a seeded hash of the document ID, so the draw is random but reproducible and does not
-depend on file order) and writes the train shards and the per-domain validation files.
+  read            readers, Unicode normalization, length bounds                         local
+  boilerplate     cookie / nav / footer / share lines (not on code)                     local
+  line_counts     per-source line document counts                                       local, observes
+  repeated_lines  lines in many documents of one source removed (not on code)           global -> local
+  language        fastText language ID per document and paragraph (not on code)         local
+  quality         Gopher / C4 / FineWeb rules, or the code-file rules, per profile      local
+  promo           promotional / spam / templated-text score (not on code)               local
+  dedup           exact and near (MinHash LSH) duplicates corpus-wide, and duplicate    global -> local
+                  paragraphs (not cut out of code: that would break the file)
+  split           validation drawn per domain from the clean, deduplicated corpus       global -> local
+
+Order matters: the validation split is drawn from the *cleaned, deduplicated* corpus, so validation and
+training come from the same distribution and no validation document has a duplicate in training. A step
+named in `data.skip` passes its documents through unchanged.
 """
 from __future__ import annotations
 
+import os
 import shutil
-import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import xxhash
 
-from ..config import Config
-from ..ids import write_json
-from ..progress import bar, log
-from .jsonl import ShardWriter, read_jsonl, write_jsonl
+from ..config import Config, SourceConfig
+from ..errors import UserError
+from ..ids import DigestCache, content_id, write_json
+from ..progress import log
+from . import prepare_steps as S
+from .dedup_step import dedup_corpus
+from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
-from .readers import Rejected, iter_source
+from .prepare_stats import READ_RULES, summarize
+from .quality_config import profile_config
+from .step_runner import StepRunner
+from .token_estimate import measure_ratio, model_params, sample_texts, size_verdict
+from .units import Unit, plan_units
 
 
-@dataclass
-class SourceStats:
-    docs_in: int = 0
-    chars_in: int = 0
-    docs_kept: int = 0
-    chars_kept: int = 0
-    dropped: Counter = field(default_factory=Counter)
-
-
-def _normalized_hash(text: str) -> int:
-    return xxhash.xxh3_64_intdigest(" ".join(text.split()).lower().encode())
+def source_profile(src: SourceConfig) -> str:
+    return src.profile or ("code" if src.domain.strip().lower() == "code" else "prose")
 
 
 def _val_rank(doc_id: str, seed: int) -> int:
@@ -44,101 +53,172 @@ def _val_rank(doc_id: str, seed: int) -> int:
 
 def prepare_data(cfg: Config, out: Path) -> dict:
     d = cfg.data
-    ledger = Ledger(out)
-    stats: dict[str, SourceStats] = {}
-    seen: set[int] = set()  # 8 bytes per kept document: fine up to hundreds of millions of documents
-    ranks: dict[str, list[tuple[int, str]]] = defaultdict(list)  # domain -> (rank, doc id)
-    staging = out / "staging"
-    pass1: dict[str, list[Path]] = {}
+    sources = {s.name: s for s in d.sources}
+    profile = {name: source_profile(s) for name, s in sources.items()}
+    skip = set(d.skip)
 
-    for src in d.sources:
-        st = stats[src.name] = SourceStats()
-        with ShardWriter(staging, src.name, d.shard_docs) as writer:
-            for item in bar(iter_source(src, cfg.base_dir), desc=f"prepare {src.name}", unit="doc"):
-                st.docs_in += 1
-                if isinstance(item, Rejected):
-                    st.dropped[item.rule] += 1
-                    ledger.reject(source=src.name, doc_id=item.id, stage="read", rule=item.rule, detail=item.detail)
-                    continue
-                text = unicodedata.normalize(d.normalization, item["text"]).strip()
-                st.chars_in += len(item["text"])
-                rule = None
-                if len(text) < d.min_chars:
-                    rule, detail = "too_short", f"{len(text)} < {d.min_chars} chars"
-                elif len(text) > d.max_chars:
-                    rule, detail = "too_long", f"{len(text)} > {d.max_chars} chars"
-                else:
-                    h = _normalized_hash(text)
-                    if h in seen:
-                        rule, detail = "exact_duplicate", "same normalized text as an earlier document"
-                    seen.add(h)
-                if rule:
-                    st.dropped[rule] += 1
-                    ledger.reject(source=src.name, doc_id=item["id"], stage="filter", rule=rule, detail=detail,
-                                  text=text)
-                    continue
-                item["text"] = text
-                st.docs_kept += 1
-                st.chars_kept += len(text)
-                ranks[src.domain].append((_val_rank(item["id"], d.seed), item["id"]))
-                writer.write(item)
-            pass1[src.name] = writer.paths
+    def prose(unit: Unit) -> bool:
+        return profile[unit.source] != "code"
 
-    val_ids, val_plan = _draw_validation(cfg, ranks)
-    ranks.clear()
-    val_docs: dict[str, list[dict]] = defaultdict(list)
-    train_files: dict[str, list[str]] = {}
-    train_stats: dict[str, dict] = {}
-    for src in d.sources:
-        docs = chars = 0
-        with ShardWriter(out / "train", src.name, d.shard_docs) as writer:
-            for path in pass1[src.name]:
-                for doc in read_jsonl(path):
-                    if doc["id"] in val_ids:
-                        val_docs[doc["domain"]].append(doc)
-                    else:
-                        writer.write(doc)
-                        docs += 1
-                        chars += len(doc["text"])
-            train_files[src.name] = [p.name for p in writer.paths]
-        train_stats[src.name] = {"docs": docs, "chars": chars}
-    shutil.rmtree(staging, ignore_errors=True)
+    def enabled(step: str, applies=lambda unit: True):
+        return lambda unit: step not in skip and applies(unit)
 
-    (out / "val").mkdir(exist_ok=True)
-    val_summary = {}
-    for domain, docs in sorted(val_docs.items()):
-        write_jsonl(out / "val" / f"{domain}.jsonl", docs)
-        val_summary[domain] = {"docs": len(docs), "chars": sum(len(x["text"]) for x in docs)}
-    ledger.close()
+    cache = cfg.workdir / "data" / "cache"
+    units = plan_units(cfg, DigestCache(cfg.workdir / ".digests.json"))
+    run = StepRunner(units, cache, d.workers)
+    try:
+        run.local("read", S.read_doc, S.ReadSettings(d.normalization, d.min_chars, d.max_chars))
+        _check_sources_readable(run, sources)
+        run.local("boilerplate", S.boilerplate_doc, d.min_chars, applies=enabled("boilerplate", prose))
 
-    manifest = {
-        "sources": {name: {"domain": next(s.domain for s in d.sources if s.name == name),
-                           "docs_in": s.docs_in, "chars_in": s.chars_in, "docs_kept": s.docs_kept,
-                           "chars_kept": s.chars_kept, "dropped": dict(s.dropped),
-                           "train": train_stats[name]} for name, s in stats.items()},
-        "validation": val_summary,
-        "validation_plan": val_plan,
-        "train_files": train_files,
-    }
+        run.local("line_counts", S.count_lines, applies=enabled("repeated_lines", prose),
+                  finish=S.save_line_counts, writes_docs=False)
+        frequent = run.timed("find_repeated_lines", _repeated_lines, run, d, cache)
+        run.local("repeated_lines", S.repeated_lines_doc, d.min_chars, state=lambda u: frequent[u.source],
+                  applies=enabled("repeated_lines", prose))
+
+        run.local("language", S.language_doc, S.LanguageSettings(d.language_min_score, d.min_chars),
+                  state=lambda u: tuple(sources[u.source].languages if sources[u.source].languages is not None
+                                        else d.languages),
+                  applies=enabled("language", prose))
+        run.local("quality", S.quality_doc, d.min_chars,
+                  state=lambda u: profile_config(profile[u.source], getattr(d.quality, profile[u.source])),
+                  applies=enabled("quality"))
+        run.local("promo", S.promo_doc, d.promo_threshold, applies=enabled("promo", prose))
+
+        decisions, dedup_report, survivors = run.timed("find_duplicates", dedup_corpus, run, d, cache,
+                                                               {u.name for u in units if prose(u)})
+        run.local("dedup", S.apply_dedup, state=lambda u: decisions[u.name])
+
+        val_ids, val_plan = run.timed("draw_validation", _draw_validation, cfg, survivors)
+        run.local("split", S.split_validation, state=lambda u: sorted(val_ids.get(u.name, ())))
+
+        train_files, val_summary = run.timed("write", _write_outputs, run, out)
+        ledger_counts = run.timed("ledger", _merge_ledgers, run, out)
+    finally:
+        run.close()
+
+    samples = sample_texts(run, d.token_sample_chars // max(len(sources), 1))
+    tokens = run.timed("token_estimate", measure_ratio, samples, cfg.tokenizer.vocab_size)
+    manifest = summarize(run, cfg, profile, tokens, dedup_report, ledger_counts)
+    manifest["seconds"] = {k: round(v, 3) for k, v in run.seconds.items()}
+    manifest.update(validation=val_summary, validation_plan=val_plan, train_files=train_files)
+    manifest["units"] = {u.name: {"source": u.source, "files": [f.doc_id for f in u.files], "bytes": u.bytes,
+                                  "steps": {s: str(run.outputs[s][u.name]) for s in manifest["steps"]
+                                            if u.name in run.outputs[s]}} for u in units}
+    train_tokens = round(sum(s["train"]["tokens_estimated"] for s in manifest["sources"].values()))
+    manifest["verdict"] = size_verdict(train_tokens, model_params(cfg), "estimated from the sample ratio")
     write_json(out / "stats.json", manifest)
-    total_in = sum(s.docs_in for s in stats.values())
-    total_kept = sum(s.docs_kept for s in stats.values())
+    total_in = sum(s["docs_in"] for s in manifest["sources"].values())
+    total_kept = sum(s["docs_kept"] for s in manifest["sources"].values())
     log(f"data: {total_in} documents in, {total_kept} kept, "
         f"{sum(v['docs'] for v in val_summary.values())} held out for validation")
+    log(f"data: corpus size {manifest['verdict']['level']}: {manifest['verdict']['message']}")
     return manifest
 
 
-def _draw_validation(cfg: Config, ranks: dict[str, list[tuple[int, str]]]) -> tuple[set[str], dict]:
+def _check_sources_readable(run: StepRunner, sources: dict[str, SourceConfig]) -> None:
+    """A source none of whose documents could even be read is a config mistake, not data to filter."""
+    per_source: dict[str, Counter] = defaultdict(Counter)
+    for unit in run.units:
+        st = run.stats["read"][unit.name]
+        per_source[unit.source]["in"] += st["docs_in"]
+        per_source[unit.source]["read"] += st["docs_in"] - sum(n for r, n in st["dropped"].items() if r in READ_RULES)
+        per_source[unit.source].update({r: n for r, n in st["dropped"].items() if r in READ_RULES})
+    for name, c in per_source.items():
+        if c["in"] and not c["read"]:
+            rule, n = max(((r, n) for r, n in c.items() if r not in ("in", "read")), key=lambda x: x[1])
+            raise UserError(f"source `{name}` ({sources[name].path}): none of its {c['in']} documents could be "
+                            f"read; top reason: {rule} ({n} of {c['in']})")
+
+
+def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
+    """Corpus-wide step: per source, the lines found in many of its documents. Returns source -> path of a
+    .npy of their line hashes, named by what it was computed from (so the path works as a cache key)."""
+    import numpy as np
+
+    from .clean.boilerplate import RepeatedLineFinder
+
+    paths = {}
+    for source in dict.fromkeys(u.source for u in run.units):
+        sides = [run.outputs["line_counts"][u.name] for u in run.units
+                 if u.source == source and u.name in run.outputs["line_counts"]]
+        if not sides:
+            continue
+        key = content_id("repeated_lines", [str(p) for p in sides], d.repeated_line_min_docs,
+                         d.repeated_line_min_share)
+        path = cache / "repeated_lines" / f"{source}-{key}.npy"
+        if not path.exists():
+            finder = RepeatedLineFinder()
+            for side in sides:
+                finder.add_table(np.load(side / "keys.npy"), np.load(side / "counts.npy"),
+                                 int(np.load(side / "n_docs.npy")[0]))
+            frequent = np.array(sorted(finder.frequent(d.repeated_line_min_docs, d.repeated_line_min_share)),
+                                dtype=np.uint64)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npy")
+            np.save(tmp, frequent)
+            os.replace(tmp, path)
+        paths[source] = str(path)
+    return paths
+
+
+def _draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str, set[str]], dict]:
+    """Seeded hash order of the document IDs: random, reproducible, independent of file order."""
     d = cfg.data
-    chosen: set[str] = set()
+    chosen: dict[str, set[str]] = defaultdict(set)  # unit name -> held-out doc ids
     plan = {}
-    for domain, items in ranks.items():
+    unit_of = {}
+    for domain in sorted({s.domain for s in d.sources}):
+        items = [(_val_rank(doc_id, d.seed), doc_id, unit) for doc_id, _, unit in survivors.get(domain, [])]
         n = len(items)
         want = min(d.val_max_docs, max(d.val_min_docs, round(n * d.val_fraction)))
         if d.val_fraction == 0 or n < 2 * d.val_min_docs:
             want = 0  # too few documents: holding some out would leave training nearly empty
         items.sort()
-        chosen.update(doc_id for _, doc_id in items[:want])
+        for _, doc_id, unit in items[:want]:
+            chosen[unit].add(doc_id)
+            unit_of[doc_id] = unit
         plan[domain] = {"clean_docs": n, "held_out": want,
                         "note": "" if want else f"only {n} clean documents; no validation split for this domain"}
     return chosen, plan
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)  # the cache keeps its copy; a hard link costs no space
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _write_outputs(run: StepRunner, out: Path) -> tuple[dict[str, list[str]], dict]:
+    for sub in ("train", "val"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+        (out / sub).mkdir(parents=True)
+    train_files: dict[str, list[str]] = defaultdict(list)
+    val_docs: dict[str, list[dict]] = defaultdict(list)
+    for unit in run.units:
+        train_files.setdefault(unit.source, [])
+        result = run.outputs["split"][unit.name]
+        if (result / "docs-00000.jsonl.zst").exists():
+            _link(result / "docs-00000.jsonl.zst", out / "train" / f"{unit.name}.jsonl.zst")
+            train_files[unit.source].append(f"{unit.name}.jsonl.zst")
+        if (result / "val-00000.jsonl.zst").exists():
+            val_docs[unit.domain] += read_jsonl(result / "val-00000.jsonl.zst")
+    val_summary = {}
+    for domain, docs in sorted(val_docs.items()):
+        write_jsonl(out / "val" / f"{domain}.jsonl", docs)
+        val_summary[domain] = {"docs": len(docs), "chars": sum(len(x["text"]) for x in docs)}
+    return dict(train_files), val_summary
+
+
+def _merge_ledgers(run: StepRunner, out: Path) -> dict[str, Counter]:
+    """Every step's rejections of every unit into the stage's ledger, in step order."""
+    for old in out.glob("rejected-*.jsonl.zst"):
+        old.unlink()
+    ledger = Ledger(out)
+    for path in run.ledgers():
+        for record in read_jsonl(path):
+            ledger.add(record)
+    ledger.close()
+    return ledger.counts

@@ -82,24 +82,30 @@ def read_text_file(path: Path, doc_id: str) -> Iterator[dict | Rejected]:
 
 
 def read_html_file(path: Path, doc_id: str) -> Iterator[dict | Rejected]:
-    from resiliparse.extract.html2text import extract_plain_text
+    from .clean.html import extract_main_text  # main content only: nav, footers, banners dropped
 
     for item in read_text_file(path, doc_id):
         if isinstance(item, dict):
-            item = {"id": doc_id, "text": extract_plain_text(item["text"], main_content=True)}
+            item = {"id": doc_id, "text": extract_main_text(item["text"])}
         yield item
 
 
-def read_jsonl_file(path: Path, doc_id: str, text_field: str) -> Iterator[dict | Rejected]:
+def read_jsonl_file(path: Path, doc_id: str, text_field: str, start: int = 0, end: int = -1,
+                    first_line: int = 1) -> Iterator[dict | Rejected]:
+    """Lines of a JSONL file; [start, end) bytes of a plain file when a work unit holds only part of it."""
     try:
         f = _open_binary(path)
+        if start:
+            f.seek(start)
     except OSError as e:
         yield Rejected(doc_id, "unreadable", str(e))
         return
     with f:
         reader = io.BufferedReader(f) if not hasattr(f, "peek") else f
-        lineno = 0
+        lineno, pos = first_line - 1, start
         while True:
+            if 0 <= end <= pos:
+                return
             try:
                 line = reader.readline(MAX_LINE_BYTES + 1)
             except (OSError, EOFError) as e:  # truncated .gz/.zst
@@ -107,11 +113,13 @@ def read_jsonl_file(path: Path, doc_id: str, text_field: str) -> Iterator[dict |
                 return
             if not line:
                 return
+            pos += len(line)
             lineno += 1
             line_id = f"{doc_id}:{lineno}"
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
                 while line and not line.endswith(b"\n"):  # skip the rest of the oversized line
                     line = reader.readline(MAX_LINE_BYTES)
+                    pos += len(line)
                 yield Rejected(line_id, "line_too_long", f"line {lineno} is over {MAX_LINE_BYTES} bytes")
                 continue
             if not line.strip():
@@ -156,6 +164,26 @@ def read_parquet_file(path: Path, doc_id: str, text_field: str) -> Iterator[dict
                 yield Rejected(f"{doc_id}:{row}", "missing_text_field", f"row {row}: `{text_field}` is not text")
 
 
+def read_file(path: Path, doc_id: str, fmt: str, text_field: str, start: int = 0, end: int = -1,
+              first_line: int = 1) -> Iterator[dict | Rejected]:
+    """The documents of one file (or of a byte range of a plain JSONL file)."""
+    try:
+        if path.stat().st_size == 0:
+            yield Rejected(doc_id, "empty_file", "file is empty")
+            return
+    except OSError as e:
+        yield Rejected(doc_id, "unreadable", str(e))
+        return
+    if fmt == "jsonl":
+        yield from read_jsonl_file(path, doc_id, text_field, start, end, first_line)
+    elif fmt == "parquet":
+        yield from read_parquet_file(path, doc_id, text_field)
+    elif fmt == "html":
+        yield from read_html_file(path, doc_id)
+    else:
+        yield from read_text_file(path, doc_id)
+
+
 def iter_source(src: SourceConfig, base: Path) -> Iterator[dict | Rejected]:
     """Every document of a source, with a stable ID `source/relative/path[:line]`."""
     files = source_files(src, base)
@@ -163,24 +191,7 @@ def iter_source(src: SourceConfig, base: Path) -> Iterator[dict | Rejected]:
     root = root if root.is_dir() else None
     for path in files:
         rel = path.relative_to(root).as_posix() if root else path.name
-        doc_id = f"{src.name}/{rel}"
-        fmt = src.format or infer_format(path)
-        try:
-            if path.stat().st_size == 0:
-                yield Rejected(doc_id, "empty_file", "file is empty")
-                continue
-        except OSError as e:
-            yield Rejected(doc_id, "unreadable", str(e))
-            continue
-        if fmt == "jsonl":
-            items = read_jsonl_file(path, doc_id, src.text_field)
-        elif fmt == "parquet":
-            items = read_parquet_file(path, doc_id, src.text_field)
-        elif fmt == "html":
-            items = read_html_file(path, doc_id)
-        else:
-            items = read_text_file(path, doc_id)
-        for item in items:
+        for item in read_file(path, f"{src.name}/{rel}", src.format or infer_format(path), src.text_field):
             if isinstance(item, dict):
                 item["source"], item["domain"] = src.name, src.domain
             yield item

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..ids import read_json, write_json
 from ..monitor.report import monitoring_section
+from .data_section import data_section
 
 
 def _metrics(train_dir: Path) -> list[dict]:
@@ -60,11 +61,9 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
 
     md = ["# scratchlm run report", ""]
     md += ["Artifacts (content-derived IDs): " + ", ".join(f"{k} `{v}`" for k, v in ids.items()), ""]
-    md += ["## Data", ""]
-    md.append(_table(["source", "domain", "docs in", "docs kept", "chars kept", "dropped (rule: docs)",
-                      "train tokens", "weight"],
+    md += data_section(data, shards, train_summary.get("n_params"), _table)
+    md.append(_table(["source", "domain", "docs in", "docs kept", "chars kept", "train tokens", "weight"],
                      [[name, s["domain"], s["docs_in"], s["docs_kept"], s["chars_kept"],
-                       ", ".join(f"{r}: {n}" for r, n in sorted(s["dropped"].items())) or "-",
                        shards["train"].get(name, {}).get("tokens"), shards["train"].get(name, {}).get("weight")]
                       for name, s in data["sources"].items()]))
     md += ["", "Validation split, drawn per domain from the cleaned corpus before training:", ""]

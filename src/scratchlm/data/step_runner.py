@@ -1,0 +1,245 @@
+"""Runs the prepare stage's per-shard steps: in parallel over work units, cached, resumable, fully accounted.
+
+A local step maps one document to the document (maybe edited) or to nothing (dropped, with the rule in the
+ledger). Each (step, unit) result is stored under `<workdir>/data/cache/<step>/<key>/`, where the key hashes
+the unit's previous key, the step's settings and any corpus-wide state the step consumes. So:
+- a prepare that was killed reruns only the (step, unit) pairs that had not finished (a result directory
+  appears by an atomic rename, with its stats.json, or not at all);
+- changing a late filter's settings changes the keys from that step on: earlier steps are read from cache.
+
+Global steps (repeated lines, dedup, the validation draw) live in prepare.py; they read the units' outputs
+between two runs of local steps and hand each unit the part of their result it needs.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import zstandard
+
+from .. import __version__
+from ..ids import content_id, read_json, write_json
+from ..progress import bar
+from .jsonl import ShardWriter, read_jsonl
+from .ledger import Ledger
+from .readers import Rejected
+from .units import Unit
+
+CACHE_VERSION = f"{__version__}/1"  # bump when a step's code changes what it produces: old results are not reused
+DOCS = "docs-00000.jsonl.zst"
+STATS = "stats.json"
+
+
+def new_stats() -> dict:
+    return {"docs_in": 0, "chars_in": 0, "bytes_in": 0, "docs_out": 0, "chars_out": 0, "bytes_out": 0,
+            "dropped": Counter(), "diverted": Counter(), "removed": defaultdict(lambda: [0, 0]), "notes": defaultdict(Counter)}
+
+
+def text_size(text: str) -> tuple[int, int]:
+    return len(text), len(text.encode("utf-8", "surrogatepass"))
+
+
+class StepContext:
+    """What a step function sees besides the document: its unit, settings and state, and the ledger."""
+
+    def __init__(self, step: str, unit: Unit, settings: Any, state: Any, ledger: Ledger, directory: Path):
+        self.step, self.unit, self.settings, self.state, self.ledger = step, unit, settings, state, ledger
+        self.directory = directory
+        self.stats = new_stats()
+        self.sides: dict[str, np.ndarray] = {}  # extra arrays a step leaves for a later global step
+        self.memo: dict[str, Any] = {}  # per-task scratch space (a set built once from the state, ...)
+        self._writers: dict[str, ShardWriter] = {}
+
+    def divert(self, name: str, doc: dict) -> None:
+        """Send a document to another output (`<name>-00000.jsonl.zst`), e.g. the validation split."""
+        if name not in self._writers:
+            self._writers[name] = ShardWriter(self.directory, name, per_shard=1 << 62, level=1)
+        self._writers[name].write(doc)
+        self.stats["diverted"][name] += 1
+
+    def close_writers(self) -> None:
+        for w in self._writers.values():
+            w.close()
+
+    def drop(self, doc_id: str, rule: str, detail: str = "", text: str = "", score: float | None = None) -> None:
+        self.stats["dropped"][rule] += 1
+        self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,
+                           text=text, score=score)
+
+    def removed(self, doc_id: str, rule: str, pieces: list[str], level: str, detail: str = "") -> None:
+        """Record the lines or paragraphs a step cut out of a kept document."""
+        if not pieces:
+            return
+        entry = self.stats["removed"][rule]
+        entry[0] += len(pieces)
+        entry[1] += sum(len(p) for p in pieces)
+        for piece in pieces:
+            self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,
+                               text=piece, level=level)
+
+    def note(self, key: str, value: str, n: int = 1) -> None:
+        self.stats["notes"][key][value] += n
+
+
+StepFn = Callable[[Any, StepContext], "dict | None"]
+FinishFn = Callable[[StepContext], None]
+
+
+@dataclass
+class LocalTask:
+    step: str
+    unit: Unit
+    fn: StepFn
+    finish: FinishFn | None
+    settings: Any
+    state: Any
+    source: Path | None  # the previous step's documents; None: read the unit's input files
+    out: Path
+    writes_docs: bool
+
+
+def _input(task: LocalTask) -> Iterator[Any]:
+    if task.source is not None:
+        yield from read_jsonl(task.source)
+        return
+    from .readers import read_file
+
+    for f in task.unit.files:
+        yield from read_file(Path(f.path), f.doc_id, f.format, task.unit.text_field, f.start, f.end, f.first_line)
+
+
+def run_local_task(task: LocalTask) -> dict:
+    """One step on one unit, in a worker process. The result directory appears atomically when complete."""
+    tmp = task.out.with_name(f".{task.out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    ledger = Ledger(tmp)
+    ctx = StepContext(task.step, task.unit, task.settings, task.state, ledger, tmp)
+    st = ctx.stats
+    writer = ShardWriter(tmp, "docs", per_shard=1 << 62, level=1) if task.writes_docs else None
+    for item in _input(task):
+        st["docs_in"] += 1
+        if isinstance(item, dict):
+            chars, nbytes = text_size(item["text"])
+            st["chars_in"] += chars
+            st["bytes_in"] += nbytes
+        doc = task.fn(item, ctx)
+        if doc is None:
+            continue
+        chars, nbytes = text_size(doc["text"])
+        st["docs_out"] += 1
+        st["chars_out"] += chars
+        st["bytes_out"] += nbytes
+        if writer:
+            writer.write(doc)
+    if writer and not writer.close():  # no document survived: an empty file, so the next step reads nothing
+        (tmp / DOCS).write_bytes(zstandard.ZstdCompressor().compress(b""))
+    ctx.close_writers()
+    if task.finish:
+        task.finish(ctx)
+    for name, array in ctx.sides.items():
+        np.save(tmp / f"{name}.npy", array)
+    ledger.close()
+    accounted = st["docs_out"] + sum(st["dropped"].values()) + sum(st["diverted"].values())
+    assert st["docs_in"] == accounted, f"step {task.step} lost documents on {task.unit.name}"
+    stats = {**st, "dropped": dict(st["dropped"]), "diverted": dict(st["diverted"]), "removed": {k: {"pieces": v[0], "chars": v[1]}
+                                                              for k, v in st["removed"].items()},
+             "notes": {k: dict(v) for k, v in st["notes"].items()}}
+    write_json(tmp / STATS, stats)
+    shutil.rmtree(task.out, ignore_errors=True)
+    os.replace(tmp, task.out)
+    return stats
+
+
+class StepRunner:
+    """Holds, per unit, the current documents and cache key, and the stats of every step run so far."""
+
+    def __init__(self, units: list[Unit], cache: Path, workers: int):
+        self.units = units
+        self.cache = cache
+        self.workers = workers or os.cpu_count() or 1
+        self.keys = {u.name: u.key for u in units}
+        self.docs: dict[str, Path | None] = {u.name: None for u in units}
+        self.stats: dict[str, dict[str, dict]] = {}  # step -> unit name -> stats
+        self.outputs: dict[str, dict[str, Path]] = {}  # step -> unit name -> result directory
+        self.steps: list[str] = []
+        self.observers: set[str] = set()  # steps that only look (write no documents)
+        self.cached: dict[str, int] = {}  # step -> units answered from cache
+        self.seconds: dict[str, float] = {}  # step -> wall time, global steps included (see timed)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def local(self, step: str, fn: StepFn, settings: Any = None, state: Callable[[Unit], Any] | None = None,
+              applies: Callable[[Unit], bool] = lambda unit: True, finish: FinishFn | None = None,
+              writes_docs: bool = True) -> None:
+        """Run `fn` over every document of every unit where `applies(unit)`; other units pass through."""
+        t0 = time.time()
+        tasks, self.outputs[step], self.stats[step] = [], {}, {}
+        self.cached[step] = 0
+        for u in self.units:
+            if not applies(u):
+                continue
+            unit_state = state(u) if state else None
+            key = content_id(CACHE_VERSION, self.keys[u.name], step, settings, unit_state)
+            out = self.cache / step / key
+            self.outputs[step][u.name] = out
+            if (out / STATS).exists():
+                self.stats[step][u.name] = read_json(out / STATS)
+                self.cached[step] += 1
+            else:
+                tasks.append(LocalTask(step, u, fn, finish, settings, unit_state, self.docs[u.name], out,
+                                       writes_docs))
+            if writes_docs:
+                self.keys[u.name] = key
+        for task, stats in zip(tasks, self._map(tasks, step)):
+            self.stats[step][task.unit.name] = stats
+        if writes_docs:
+            for name, out in self.outputs[step].items():
+                self.docs[name] = out / DOCS
+        self.steps.append(step)
+        self.seconds[step] = time.time() - t0
+        if not writes_docs:
+            self.observers.add(step)
+
+    def timed(self, name: str, fn: Callable, *args):
+        """Run a global step and record its wall time."""
+        t0 = time.time()
+        result = fn(*args)
+        self.seconds[name] = time.time() - t0
+        return result
+
+    def _map(self, tasks: list[LocalTask], step: str) -> Iterator[dict]:
+        if not tasks:
+            return iter(())
+        if self.workers == 1 or len(tasks) == 1:
+            return (run_local_task(t) for t in bar(tasks, desc=step, unit="unit"))
+        if self._pool is None:
+            # spawn, not fork: the parent may hold threads (tokenizers, torch) that a fork would copy mid-lock.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return bar(self._pool.map(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
+
+    def iter_docs(self, units: list[Unit] | None = None) -> Iterator[tuple[Unit, dict]]:
+        """Every current document, unit by unit in input order (what a global step reads)."""
+        for u in units or self.units:
+            if self.docs[u.name] is not None:
+                for doc in read_jsonl(self.docs[u.name]):
+                    yield u, doc
+
+    def ledgers(self) -> Iterator[Path]:
+        for step in self.steps:
+            for u in self.units:
+                out = self.outputs[step].get(u.name)
+                if out is not None:
+                    yield from sorted(out.glob("rejected-*.jsonl.zst"))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

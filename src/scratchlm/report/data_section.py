@@ -1,0 +1,108 @@
+"""The report's Data section: in and out of every prepare step per source and per domain, in documents,
+characters, bytes and tokens, the rules that fired, languages, promotional share, dedup clusters and the
+corpus-size verdict."""
+from __future__ import annotations
+
+from ..data.token_estimate import size_verdict
+
+TOP_RULES = 3
+
+
+def _fmt(n: int | float | None) -> str:
+    return "" if n is None else f"{n:,}" if isinstance(n, int) else f"{n:,.0f}"
+
+
+def _rules(st: dict) -> str:
+    fired = [(n, f"{r}: {n}") for r, n in st.get("dropped", {}).items()]
+    fired += [(v["pieces"], f"{r}: {v['pieces']} pieces / {v['chars']:,} chars") for r, v in st.get("removed", {}).items()]
+    fired += [(n, f"{name}: {n}") for name, n in st.get("diverted", {}).items()]
+    return "; ".join(text for _, text in sorted(fired, reverse=True)[:TOP_RULES]) or "-"
+
+
+def real_ratios(data: dict, shards: dict | None) -> dict[str, float]:
+    """tokens/char per source from the tokenized training shards (BOS tokens included)."""
+    out = {}
+    for name, s in data["sources"].items():
+        tokens = ((shards or {}).get("train", {}).get(name) or {}).get("tokens")
+        if tokens and s["train"]["chars"]:
+            out[name] = tokens / s["train"]["chars"]
+    return out
+
+
+def _step_rows(steps: dict, order: list[str], ratio: float | None) -> list[list]:
+    rows = []
+    for step in order:
+        st = steps.get(step)
+        if st is None:
+            continue
+        if "skipped" in st:
+            rows.append([step, "", "", "", "", "", "", f"skipped: {st['skipped']}"])
+            continue
+        tok_in = st["chars_in"] * ratio if ratio is not None else st["tokens_in"]
+        tok_out = st["chars_out"] * ratio if ratio is not None else st["tokens_out"]
+        rows.append([step, _fmt(st["docs_in"]), _fmt(st["docs_out"]), _fmt(st["chars_in"]), _fmt(st["chars_out"]),
+                     _fmt(st["bytes_out"]), f"{_fmt(tok_in)} → {_fmt(tok_out)}", _rules(st)])
+    return rows
+
+
+def _clusters(name: str, c: dict) -> list[str]:
+    if not c.get("duplicates"):
+        return [f"- {name}: no duplicates."]
+    sizes = ", ".join(f"{n}× size {k}" for k, n in c["sizes"].items())
+    lines = [f"- {name}: {c['clusters']:,} clusters, {c['duplicates']:,} documents dropped (cluster sizes: {sizes})."]
+    for ex in c["examples"]:
+        lines.append(f"  - kept `{ex['kept']}` (cluster of {ex['size']}; dropped e.g. "
+                     f"{', '.join(f'`{d}`' for d in ex['duplicates'])}): {ex['excerpt'][:100]!r}")
+    return lines
+
+
+def data_section(data: dict, shards: dict | None, n_params: int | None, table) -> list[str]:
+    real = real_ratios(data, shards)
+    order = data["steps"]
+    md = ["## Data", ""]
+    if shards and n_params:
+        tokens = sum(v.get("tokens", 0) for v in shards["train"].values())
+        verdict = size_verdict(tokens, n_params, "counted by the trained tokenizer")
+    else:
+        verdict = data["verdict"]
+    md += [f"**Corpus size: {verdict['level']}.** {verdict['message']}.", ""]
+    est = data["tokens"]
+    ratios = ", ".join(f"{k} {v:.3f}" for k, v in est["ratio"].items())
+    md.append(f"Token counts per step: {'the real tokens/char of each source in the tokenized shards' if real else 'estimated'}"
+              f" × characters. The prepare stage's estimate ({est['method']}; sample of "
+              f"{est.get('sample_docs', 0)} documents, {est['sample_chars']:,} characters) was tokens/char: {ratios}"
+              + (f"; measured on the shards: {', '.join(f'{k} {v:.3f}' for k, v in real.items())}." if real else "."))
+    md.append("")
+    header = ["step", "docs in", "docs out", "chars in", "chars out", "bytes out", "tokens in → out", "top rules"]
+    for name, s in data["sources"].items():
+        md += [f"### Source `{name}` (domain `{s['domain']}`, {s['profile']} filters)", ""]
+        md.append(table(header, _step_rows(s["steps"], order, real.get(name))))
+        kept_share = s["train"]["chars"] / s["chars_in"] if s["chars_in"] else 0
+        langs = ", ".join(f"{k} {v}" for k, v in sorted(s["languages"].items(), key=lambda kv: -kv[1])) or \
+            "not identified (code source or step skipped)"
+        promo = s["promo"]
+        share = (f"source `{name}` is {promo['share']:.1%} promotional ({promo['promotional']} of {promo['scored']} "
+                 f"documents score ≥ {promo['threshold']})") if promo["share"] is not None else "promo step not run"
+        md += ["", f"{kept_share:.1%} of the characters reach training. Languages (documents, before the filter): "
+                   f"{langs}. Promotional: {share}.", ""]
+    md += ["### Per domain", ""]
+    rows = []
+    for domain, dom in data["domains"].items():
+        for step in order:
+            st = dom["steps"].get(step)
+            if st:
+                rows.append([domain, step, _fmt(st["docs_in"]), _fmt(st["docs_out"]), _fmt(st["tokens_in"]),
+                             _fmt(st["tokens_out"]), _rules(st)])
+    md += [table(["domain", "step", "docs in", "docs out", "est. tokens in", "est. tokens out", "top rules"], rows), ""]
+    dedup = data["dedup"]
+    md += ["### Dedup clusters", ""]
+    md += _clusters("exact (normalized text)", dedup["exact"]) + _clusters("near (MinHash LSH)", dedup["fuzzy"])
+    p = dedup.get("paragraph", {})
+    md.append(f"- paragraphs: {p.get('paragraphs', 0):,} duplicate paragraphs ({p.get('chars', 0):,} chars) cut "
+              f"from {p.get('docs', 0):,} documents.")
+    if dedup.get("skipped"):
+        md.append(f"- skipped by config: {', '.join(dedup['skipped'])}.")
+    md += ["", "Every dropped document, line and paragraph is in the ledger (`rejected-*.jsonl.zst`): "
+               "`scratchlm data rejected -c CONFIG --rule RULE --sample 5`, `scratchlm data explain -c CONFIG DOC_ID`.",
+           ""]
+    return md
