@@ -22,7 +22,7 @@ COMMAND = {"data": "scratchlm data prepare", "tokenizer": "scratchlm tokenizer t
            "shards": "scratchlm tokenizer encode", "train": "scratchlm train", "eval": "scratchlm eval",
            "report": "scratchlm report"}
 MANIFEST = "manifest.json"
-NOT_SEMANTIC = {"train": {"threads", "log_every"}}  # keys that cannot change what a stage produces
+NOT_SEMANTIC = {"train": {"threads", "log_every"}, "shards": {"workers"}}  # keys that cannot change what a stage produces
 
 
 @dataclass
@@ -67,7 +67,7 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
 
     make("data", [], sources, data_cfg)
     make("tokenizer", ["data"], _section(cfg, "tokenizer"))
-    make("shards", ["data", "tokenizer"])
+    make("shards", ["data", "tokenizer"], _section(cfg, "shards"))
     make("train", ["shards", "tokenizer"], _section(cfg, "model"), _section(cfg, "train"), cfg.eval.prompts)
     make("eval", ["train", "shards"], _section(cfg, "eval"))
     make("report", ["eval", "train", "shards", "tokenizer", "data"])

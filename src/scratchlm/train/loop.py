@@ -21,6 +21,7 @@ from ..ids import read_json, write_json
 from ..model import GPT
 from ..progress import bar, log
 from ..tokenizer.bpe import load_tokenizer
+from ..tokenizer.shards import check_tokenizer_matches
 from .checkpoint import (list_checkpoints, load_model_weights, load_training_state, save_checkpoint,
                          set_rng_state, verify_checkpoint)
 from .device import autocast, pick_device, pick_precision, sync
@@ -63,6 +64,7 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
     if tokenizer.get_vocab_size() != shards["vocab_size"]:
         raise UserError(f"tokenizer {tokenizer_dir} has {tokenizer.get_vocab_size()} tokens but the shards in "
                         f"{shards_dir} were made with {shards['vocab_size']}; retokenize")
+    check_tokenizer_matches(shards, tokenizer_dir / "tokenizer.json", shards_dir)
     model = GPT(m, shards["vocab_size"]).to(device)
     optimizer = build_optimizer(model, cfg, device)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
