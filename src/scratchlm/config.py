@@ -50,7 +50,7 @@ class TokenizerConfig:
     max_doc_chars: int = 100_000  # cap per document in the sample, so one huge file cannot dominate
     min_frequency: int = 2
     domain_quotas: dict[str, float] = field(default_factory=dict)  # sample share per domain; empty: the source weights
-    language_quotas: dict[str, float] = field(default_factory=dict)  # sample share per language code; rest: other languages
+    language_quotas: dict[str, float] = field(default_factory=dict)  # share of the prose sample per language code
     code_domains: list[str] = field(default_factory=lambda: ["code"])  # domains of source code: no language, no tokens/word
     min_language_share: float = 0.02  # languages with less of the held-out prose are not checked as languages of use
 

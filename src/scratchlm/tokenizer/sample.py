@@ -3,9 +3,11 @@
 A tokenizer trained on whatever comes first in the corpus serves that part well and everything else badly.
 The character budget (`tokenizer.sample_chars`) is therefore split into quotas: per domain (by default each
 domain's share of the source weights, so the tokenizer sees the mix the model will train on) and, when
-`tokenizer.language_quotas` is set, per language. A domain with less text than its quota gives all it has and
-the rest goes to the other domains in proportion to their quotas. Inside a source, documents are drawn by a
-hash of their ID, so the sample spreads over the whole source instead of its first files.
+`tokenizer.language_quotas` is set, per language (shares of the prose part of the sample, i.e. the domains not
+in `tokenizer.code_domains`). A domain with less text than its quota gives all it has and the rest goes to the
+other domains in proportion to their quotas. Inside a source, documents are drawn by a hash of their ID, so the
+sample spreads over the whole source instead of its first files; with language quotas, whose fill rate is only
+known once documents are read, prose sources are read in order until each language's quota is full.
 
 Only the training split is read; the validation split is held out for the fertility report, and any sampled
 document that also appears there (by ID or by text) is skipped and counted, so the report measures text the
@@ -66,16 +68,16 @@ def domain_quotas(cfg: Config) -> dict[str, float]:
     return {d: raw[d] / total for d in sorted(domains)}
 
 
-def language_budgets(cfg: Config, budget: int) -> dict[str, int] | None:
+def language_budgets(cfg: Config, prose_budget: int) -> dict[str, int] | None:
     quotas = cfg.tokenizer.language_quotas
     if not quotas:
         return None
     total = sum(quotas.values())
     if total > 1.0 + 1e-9:
-        raise UserError(f"tokenizer.language_quotas sum to {total:.3f}; they are shares of the sample and must "
-                        f"sum to at most 1 (the rest goes to the other languages)")
-    out = {lang: int(budget * q) for lang, q in quotas.items()}
-    out[OTHER] = int(budget * (1.0 - total))
+        raise UserError(f"tokenizer.language_quotas sum to {total:.3f}; they are shares of the prose sample and "
+                        f"must sum to at most 1 (the rest goes to the other languages)")
+    out = {lang: int(prose_budget * q) for lang, q in quotas.items()}
+    out[OTHER] = int(prose_budget * (1.0 - total))
     return out
 
 
@@ -114,7 +116,8 @@ class StratifiedSample:
             members = [s for s in cfg.data.sources if s.domain == domain]
             self.source_budget.update(water_fill(budget, {s.name: s.weight for s in members}, available))
         self.available = available
-        self.language_budget = language_budgets(cfg, t.sample_chars)
+        self.language_budget = language_budgets(cfg, sum(
+            self.source_budget[s.name] for s in cfg.data.sources if s.domain not in self.code_domains))
         self.docs = Counter()
         self.chars = Counter()  # keys: ("source", name), ("domain", d), ("language", l)
         self.skipped = Counter()
@@ -130,6 +133,8 @@ class StratifiedSample:
             if left <= 0:
                 continue
             p = min(1.0, OVERSAMPLE * left / max(self.available[src.name], 1))
+            if self.language_budget is not None and src.domain not in self.code_domains:
+                p = 1.0
             for doc in self._source_docs(src.name):
                 if left <= 0:
                     break
