@@ -59,7 +59,7 @@ def train_tokenizer(cfg: Config, data_dir: Path, out: Path) -> dict:
     return info
 
 
-def _encode_stream(encoder: ParallelEncoder, writer: SourceShardWriter, docs: Iterable[dict], domain_id: int,
+def encode_stream(encoder: ParallelEncoder, writer: SourceShardWriter, docs: Iterable[dict], domain_id: int,
                    label: str, counts: np.ndarray | None) -> dict:
     tally = {"docs": 0, "chars": 0, "bytes": 0}
 
@@ -97,13 +97,13 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
             docs = (doc for n in stats["train_files"][src.name] for doc in read_jsonl(data_dir / "train" / n))
             writer = SourceShardWriter(out / "train", src.name, vocab, cfg.shards.shard_tokens)
             summary["train"][src.name] = {"domain": src.domain, "weight": src.weight,
-                                          **_encode_stream(encoder, writer, docs, domain_ids[src.domain],
+                                          **encode_stream(encoder, writer, docs, domain_ids[src.domain],
                                                            src.name, counts)}
         for domain in domains:
             path = data_dir / "val" / f"{domain}.jsonl"
             if path.exists():
                 writer = SourceShardWriter(out / "val", domain, vocab, NO_SPLIT)
-                summary["val"][domain] = _encode_stream(encoder, writer, read_jsonl(path), domain_ids[domain],
+                summary["val"][domain] = encode_stream(encoder, writer, read_jsonl(path), domain_ids[domain],
                                                         f"val/{domain}", None)
     summary["tokens_per_domain"] = _per_domain(summary)
     np.save(out / "unigram_counts.npy", counts)

@@ -1,0 +1,164 @@
+"""Tokenization throughput and memory: our process-pool encoder against one process calling encode_batch.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=src python bench/tokenize_bench.py [--repeats 3] [--scale 10]
+
+Text: the quickstart's built-in corpus (stdlib code capped at 4 MB, pydoc topics, package descriptions),
+tokenized with a 4096-token BPE trained on it (the quickstart's vocabulary). Every variant produces the same
+thing, one flat id array per batch/chunk with a bos before each document, and the outputs are checked equal.
+
+- `encode_batch, rayon`: one process, Tokenizer.encode_batch with TOKENIZERS_PARALLELISM=true, i.e. rayon
+  threads over all cores (the library's own parallelism; the fair baseline on a multi-core machine);
+- `encode_batch, 1 thread`: the same with TOKENIZERS_PARALLELISM=false;
+- `ours, N workers`: scratchlm.tokenizer.parallel.ParallelEncoder with N spawned single-threaded workers.
+  The pool's start-up (spawn + import + tokenizer load) is timed separately and not in tokens/s.
+
+Memory: the full shards path (read .jsonl.zst, encode, write a split .bin) on the corpus x1 and x`--scale`,
+each in a fresh process; peak RSS of the main process and of the largest worker (getrusage).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scratchlm.data.builtin import build_builtin_corpus
+from scratchlm.data.jsonl import ShardWriter, read_jsonl
+from scratchlm.quickstart import CODE_CHARS
+from scratchlm.tokenizer.bpe import BOS, load_tokenizer, save_tokenizer, train_bpe
+from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
+from scratchlm.tokenizer.shards import SourceShardWriter, dtype_for_vocab
+from scratchlm.tokenizer.stage import encode_stream
+
+BATCH = 512
+
+
+def baseline(tok, texts: list[str], bos: int, dtype) -> list[np.ndarray]:
+    out = []
+    for i in range(0, len(texts), BATCH):
+        encoded = tok.encode_batch(texts[i:i + BATCH], add_special_tokens=False)
+        out.append(np.concatenate([np.asarray([bos, *e.ids], dtype=dtype) for e in encoded]))
+    return out
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - t0
+
+
+def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
+    tok = load_tokenizer(tok_path)
+    bos, dtype = tok.token_to_id(BOS), dtype_for_vocab(tok.get_vocab_size())
+    reference = None
+    times: dict[str, list[float]] = {}
+    startup: dict[str, float] = {}
+    encoders = {}
+    for workers in (1, 2):
+        enc, startup[f"ours, {workers} workers"] = timed(
+            lambda: _warm(ParallelEncoder(tok_path, dtype, bos, workers=workers, force_pool=True)))
+        encoders[f"ours, {workers} workers"] = enc
+    for _ in range(repeats):  # interleaved, so a noisy neighbour hurts every variant alike
+        for mode in ("true", "false"):
+            os.environ["TOKENIZERS_PARALLELISM"] = mode
+            name = "encode_batch, rayon" if mode == "true" else "encode_batch, 1 thread"
+            out, dt = timed(lambda: baseline(tok, texts, bos, dtype))
+            times.setdefault(name, []).append(dt)
+            flat = np.concatenate(out)
+            reference = flat if reference is None else reference
+            assert np.array_equal(flat, reference)
+        for name, enc in encoders.items():
+            out, dt = timed(lambda: [t for t, _ in enc.encode(chunked(texts))])
+            times.setdefault(name, []).append(dt)
+            assert np.array_equal(np.concatenate(out), reference), name
+    for enc in encoders.values():
+        enc.close()
+    n_tokens = len(reference)
+    return {"tokens": n_tokens, "chars": sum(map(len, texts)), "docs": len(texts), "startup_s": startup,
+            "tokens_per_s": {k: {"median": n_tokens / statistics.median(v), "best": n_tokens / min(v)}
+                             for k, v in times.items()}}
+
+
+def _warm(enc: ParallelEncoder) -> ParallelEncoder:
+    list(enc.encode([["warm up"]] * (2 * enc.workers)))  # every worker has spawned and loaded the tokenizer
+    return enc
+
+
+def rss_child(corpus: Path, tok_path: Path, workers: int) -> None:
+    """Run in a fresh process: the real shards path over `corpus`; print peak RSS as JSON."""
+    tok = load_tokenizer(tok_path)
+    out = Path(tempfile.mkdtemp(prefix="tokbench-"))
+    t0 = time.perf_counter()
+    with ParallelEncoder(tok_path, dtype_for_vocab(tok.get_vocab_size()), tok.token_to_id(BOS), workers) as enc:
+        writer = SourceShardWriter(out, "bench", tok.get_vocab_size(), shard_tokens=1 << 24)
+        tally = encode_stream(enc, writer, (d for f in sorted(corpus.glob("*.jsonl.zst")) for d in read_jsonl(f)),
+                              0, "bench", np.zeros(tok.get_vocab_size(), dtype=np.int64))
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"tokens": tally["tokens"], "chars": tally["chars"], "files": len(tally["files"]),
+                      "seconds": seconds, "tokens_per_s": tally["tokens"] / seconds,
+                      # ru_maxrss is in KiB on Linux; RUSAGE_CHILDREN reports the largest finished child
+                      "main_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "worker_peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+    for f in out.iterdir():
+        f.unlink()
+    out.rmdir()
+
+
+def write_scaled(docs: list[dict], scale: int, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    with ShardWriter(directory, "corpus", per_shard=50_000) as w:
+        for copy in range(scale):
+            for d in docs:
+                w.write({**d, "id": f"{d['id']}#{copy}"})
+    return directory
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--rss-child", nargs=2, metavar=("CORPUS", "TOKENIZER"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.rss_child:
+        rss_child(Path(args.rss_child[0]), Path(args.rss_child[1]), workers=2)
+        return
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="tokbench-"))
+    files = build_builtin_corpus(work / "corpus", code_max_chars=CODE_CHARS)
+    docs = [d for f in files.values() for d in read_jsonl(f)]
+    texts = [d["text"] for d in docs]
+    tok_path = work / "tok" / "tokenizer.json"
+    if not tok_path.exists():
+        tok_path.parent.mkdir(exist_ok=True)
+        save_tokenizer(train_bpe(texts, vocab_size=4096), tok_path.parent)
+    print(f"corpus: {len(texts):,} documents, {sum(map(len, texts)):,} chars; {os.cpu_count()} cores",
+          file=sys.stderr)
+    result = {"throughput": throughput(tok_path, texts, args.repeats), "memory": {}}
+    for scale in (1, args.scale):
+        corpus = write_scaled(docs, scale, work / f"scaled-{scale}")
+        child = subprocess.run([sys.executable, __file__, "--rss-child", str(corpus), str(tok_path)],
+                               capture_output=True, text=True, check=True, env={**os.environ})
+        result["memory"][f"x{scale}"] = json.loads(child.stdout.strip().splitlines()[-1])
+    print(json.dumps(result, indent=2))
+    base = result["throughput"]["tokens_per_s"]
+    print("\n| variant | tokens/s (median) | best | vs encode_batch rayon (median) |\n|---|---|---|---|")
+    ref = base["encode_batch, rayon"]["median"]
+    for name, v in base.items():
+        print(f"| {name} | {v['median']:,.0f} | {v['best']:,.0f} | {v['median'] / ref:.2f}x |")
+    print("\n| corpus | chars | tokens | shard files | seconds | main peak RSS MiB | largest worker peak RSS MiB |"
+          "\n|---|---|---|---|---|---|---|")
+    for name, m in result["memory"].items():
+        print(f"| {name} | {m['chars']:,} | {m['tokens']:,} | {m['files']} | {m['seconds']:.1f} | "
+              f"{m['main_peak_mib']:.0f} | {m['worker_peak_mib']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
