@@ -9,22 +9,25 @@ thing, one flat id array per batch/chunk with a bos before each document, and th
 - `encode_batch, rayon`: one process, Tokenizer.encode_batch with TOKENIZERS_PARALLELISM=true, i.e. rayon
   threads over all cores (the library's own parallelism; the fair baseline on a multi-core machine);
 - `encode_batch, 1 thread`: the same with TOKENIZERS_PARALLELISM=false;
+- `encode_batch_fast, ...`: the same two with encode_batch_fast (no character offsets), which our workers call:
+  it separates what the faster call gives from what the processes give;
 - `ours, N workers`: scratchlm.tokenizer.parallel.ParallelEncoder with N spawned single-threaded workers.
   The pool's start-up (spawn + import + tokenizer load) is timed separately and not in tokens/s.
 
-Memory: the full shards path (read .jsonl.zst, encode, write a split .bin) on the corpus x1 and x`--scale`,
-each in a fresh process; peak RSS of the main process and of the largest worker (getrusage).
+Memory: the full shards path (read .jsonl.zst, encode, write .bin) on the corpus x1 and x`--scale`, each in a
+fresh process; a thread samples the resident memory (VmRSS) of the main process plus all workers every 0.2 s.
+(getrusage's ru_maxrss is useless here: Linux carries it across fork+exec from the parent.)
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,10 +44,11 @@ from scratchlm.tokenizer.stage import encode_stream
 BATCH = 512
 
 
-def baseline(tok, texts: list[str], bos: int, dtype) -> list[np.ndarray]:
+def baseline(tok, texts: list[str], bos: int, dtype, fast: bool) -> list[np.ndarray]:
+    encode_batch = tok.encode_batch_fast if fast else tok.encode_batch
     out = []
     for i in range(0, len(texts), BATCH):
-        encoded = tok.encode_batch(texts[i:i + BATCH], add_special_tokens=False)
+        encoded = encode_batch(texts[i:i + BATCH], add_special_tokens=False)
         out.append(np.concatenate([np.asarray([bos, *e.ids], dtype=dtype) for e in encoded]))
     return out
 
@@ -67,10 +71,10 @@ def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
             lambda: _warm(ParallelEncoder(tok_path, dtype, bos, workers=workers, force_pool=True)))
         encoders[f"ours, {workers} workers"] = enc
     for _ in range(repeats):  # interleaved, so a noisy neighbour hurts every variant alike
-        for mode in ("true", "false"):
+        for fast, mode in ((False, "true"), (False, "false"), (True, "true"), (True, "false")):
             os.environ["TOKENIZERS_PARALLELISM"] = mode
-            name = "encode_batch, rayon" if mode == "true" else "encode_batch, 1 thread"
-            out, dt = timed(lambda: baseline(tok, texts, bos, dtype))
+            name = f"encode_batch{'_fast' if fast else ''}, {'rayon' if mode == 'true' else '1 thread'}"
+            out, dt = timed(lambda: baseline(tok, texts, bos, dtype, fast))
             times.setdefault(name, []).append(dt)
             flat = np.concatenate(out)
             reference = flat if reference is None else reference
@@ -92,21 +96,52 @@ def _warm(enc: ParallelEncoder) -> ParallelEncoder:
     return enc
 
 
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:  # the process just ended
+        pass
+    return 0.0
+
+
+class RssSampler(threading.Thread):
+    """Total resident memory of this process and its live children, sampled until stopped."""
+
+    def __init__(self, period: float = 0.2):
+        super().__init__(daemon=True)
+        self.period, self.samples, self.halt = period, [], threading.Event()
+
+    def run(self) -> None:
+        me = os.getpid()
+        while not self.halt.is_set():
+            children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+            self.samples.append(_rss_mib(me) + sum(_rss_mib(int(c)) for c in children))
+            self.halt.wait(self.period)
+
+
 def rss_child(corpus: Path, tok_path: Path, workers: int) -> None:
-    """Run in a fresh process: the real shards path over `corpus`; print peak RSS as JSON."""
+    """Run in a fresh process: the real shards path over `corpus`; print memory and speed as JSON."""
     tok = load_tokenizer(tok_path)
     out = Path(tempfile.mkdtemp(prefix="tokbench-"))
+    sampler = RssSampler()
+    sampler.start()
     t0 = time.perf_counter()
     with ParallelEncoder(tok_path, dtype_for_vocab(tok.get_vocab_size()), tok.token_to_id(BOS), workers) as enc:
-        writer = SourceShardWriter(out, "bench", tok.get_vocab_size(), shard_tokens=1 << 24)
+        writer = SourceShardWriter(out, "bench", tok.get_vocab_size(), shard_tokens=1 << 22)
         tally = encode_stream(enc, writer, (d for f in sorted(corpus.glob("*.jsonl.zst")) for d in read_jsonl(f)),
                               0, "bench", np.zeros(tok.get_vocab_size(), dtype=np.int64))
     seconds = time.perf_counter() - t0
+    sampler.halt.set()
+    sampler.join()
+    rss = sampler.samples
+    quarter = len(rss) // 4
     print(json.dumps({"tokens": tally["tokens"], "chars": tally["chars"], "files": len(tally["files"]),
-                      "seconds": seconds, "tokens_per_s": tally["tokens"] / seconds,
-                      # ru_maxrss is in KiB on Linux; RUSAGE_CHILDREN reports the largest finished child
-                      "main_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "worker_peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+                      "seconds": seconds, "tokens_per_s": tally["tokens"] / seconds, "workers": workers,
+                      "peak_total_rss_mib": max(rss),
+                      "peak_total_rss_mib_first_quarter": max(rss[:max(quarter, 1)]),
+                      "peak_total_rss_mib_last_quarter": max(rss[-max(quarter, 1):])}))
     for f in out.iterdir():
         f.unlink()
     out.rmdir()
@@ -141,7 +176,9 @@ def main() -> None:
         save_tokenizer(train_bpe(texts, vocab_size=4096), tok_path.parent)
     print(f"corpus: {len(texts):,} documents, {sum(map(len, texts)):,} chars; {os.cpu_count()} cores",
           file=sys.stderr)
+    load_before = os.getloadavg()[0]
     result = {"throughput": throughput(tok_path, texts, args.repeats), "memory": {}}
+    result["load_average_1min"] = [load_before, os.getloadavg()[0]]  # other jobs on the machine, before/after
     for scale in (1, args.scale):
         corpus = write_scaled(docs, scale, work / f"scaled-{scale}")
         child = subprocess.run([sys.executable, __file__, "--rss-child", str(corpus), str(tok_path)],
@@ -149,15 +186,17 @@ def main() -> None:
         result["memory"][f"x{scale}"] = json.loads(child.stdout.strip().splitlines()[-1])
     print(json.dumps(result, indent=2))
     base = result["throughput"]["tokens_per_s"]
+    print(f"\nload average (1 min) before/after the throughput runs: {result['load_average_1min']}")
     print("\n| variant | tokens/s (median) | best | vs encode_batch rayon (median) |\n|---|---|---|---|")
     ref = base["encode_batch, rayon"]["median"]
     for name, v in base.items():
         print(f"| {name} | {v['median']:,.0f} | {v['best']:,.0f} | {v['median'] / ref:.2f}x |")
-    print("\n| corpus | chars | tokens | shard files | seconds | main peak RSS MiB | largest worker peak RSS MiB |"
-          "\n|---|---|---|---|---|---|---|")
+    print("\n| corpus | chars | tokens | shard files | seconds | peak RSS MiB, main + workers | peak in first / "
+          "last quarter |\n|---|---|---|---|---|---|---|")
     for name, m in result["memory"].items():
         print(f"| {name} | {m['chars']:,} | {m['tokens']:,} | {m['files']} | {m['seconds']:.1f} | "
-              f"{m['main_peak_mib']:.0f} | {m['worker_peak_mib']:.0f} |")
+              f"{m['peak_total_rss_mib']:.0f} | {m['peak_total_rss_mib_first_quarter']:.0f} / "
+              f"{m['peak_total_rss_mib_last_quarter']:.0f} |")
 
 
 if __name__ == "__main__":
