@@ -59,11 +59,23 @@ def timed(fn):
     return result, time.perf_counter() - t0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_of(encoder: ParallelEncoder | None) -> float:
+    pids = [os.getpid()] + (list(encoder.pool._processes) if encoder and encoder.pool else [])
+    return sum(cpu_seconds(p) for p in pids)
+
+
 def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
     tok = load_tokenizer(tok_path)
     bos, dtype = tok.token_to_id(BOS), dtype_for_vocab(tok.get_vocab_size())
     reference = None
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # CPU seconds of every process involved: shows how the work divides
     startup: dict[str, float] = {}
     encoders = {}
     for workers in (1, 2):
@@ -74,20 +86,25 @@ def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
         for fast, mode in ((False, "true"), (False, "false"), (True, "true"), (True, "false")):
             os.environ["TOKENIZERS_PARALLELISM"] = mode
             name = f"encode_batch{'_fast' if fast else ''}, {'rayon' if mode == 'true' else '1 thread'}"
+            c0 = cpu_of(None)
             out, dt = timed(lambda: baseline(tok, texts, bos, dtype, fast))
             times.setdefault(name, []).append(dt)
+            cpu.setdefault(name, []).append(cpu_of(None) - c0)
             flat = np.concatenate(out)
             reference = flat if reference is None else reference
             assert np.array_equal(flat, reference)
         for name, enc in encoders.items():
+            c0 = cpu_of(enc)
             out, dt = timed(lambda: [t for t, _ in enc.encode(chunked(texts))])
             times.setdefault(name, []).append(dt)
+            cpu.setdefault(name, []).append(cpu_of(enc) - c0)
             assert np.array_equal(np.concatenate(out), reference), name
     for enc in encoders.values():
         enc.close()
     n_tokens = len(reference)
     return {"tokens": n_tokens, "chars": sum(map(len, texts)), "docs": len(texts), "startup_s": startup,
-            "tokens_per_s": {k: {"median": n_tokens / statistics.median(v), "best": n_tokens / min(v)}
+            "tokens_per_s": {k: {"median": n_tokens / statistics.median(v), "best": n_tokens / min(v),
+                                 "cpu_s_median": statistics.median(cpu[k]), "wall_s_median": statistics.median(v)}
                              for k, v in times.items()}}
 
 
@@ -187,10 +204,12 @@ def main() -> None:
     print(json.dumps(result, indent=2))
     base = result["throughput"]["tokens_per_s"]
     print(f"\nload average (1 min) before/after the throughput runs: {result['load_average_1min']}")
-    print("\n| variant | tokens/s (median) | best | vs encode_batch rayon (median) |\n|---|---|---|---|")
+    print("\n| variant | tokens/s (median) | best | vs encode_batch rayon (median) | wall s | CPU s, all processes |"
+          "\n|---|---|---|---|---|---|")
     ref = base["encode_batch, rayon"]["median"]
     for name, v in base.items():
-        print(f"| {name} | {v['median']:,.0f} | {v['best']:,.0f} | {v['median'] / ref:.2f}x |")
+        print(f"| {name} | {v['median']:,.0f} | {v['best']:,.0f} | {v['median'] / ref:.2f}x | "
+              f"{v['wall_s_median']:.2f} | {v['cpu_s_median']:.2f} |")
     print("\n| corpus | chars | tokens | shard files | seconds | peak RSS MiB, main + workers | peak in first / "
           "last quarter |\n|---|---|---|---|---|---|---|")
     for name, m in result["memory"].items():

@@ -21,7 +21,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-CHUNK_CHARS = 1 << 20
+CHUNK_CHARS = 1 << 18  # small enough that many cores stay busy to the end, large enough to amortize pickling
 CHUNK_DOCS = 4096
 
 _worker: dict = {}
