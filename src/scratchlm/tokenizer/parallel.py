@@ -8,7 +8,8 @@ corpus is.
 
 Each worker runs the tokenizer single-threaded (TOKENIZERS_PARALLELISM=false): the processes already use the
 cores, and rayon threads on top would only compete with them. Workers are spawned, not forked, because the
-parent may already have started rayon or torch threads, and forking a threaded process can deadlock.
+parent may already have started rayon or torch threads, and forking a threaded process can deadlock. (As with
+any spawned pool, a script that calls this must keep its top level under `if __name__ == "__main__":`.)
 """
 from __future__ import annotations
 
