@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
         p = tok.add_parser(verb, help=text)
         _config_arg(p)
         p.add_argument("--force", action="store_true")
+    p = tok.add_parser("compare", help="fertility metrics of tokenizer files side by side on the same text")
+    p.add_argument("tokenizers", nargs="+", metavar="TOKENIZER_JSON")
+    p.add_argument("--text", nargs="+", required=True, metavar="PATH", help="JSONL or text files or folders")
+    p.add_argument("--code-domain", action="append", default=None,
+                   help="domain of source code (repeatable; default: code)")
 
     p = sub.add_parser("train", help="pretrain the model")
     _config_arg(p)
@@ -143,6 +148,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
         for domain, path in build_builtin_corpus(Path(args.out), args.code_max_chars).items():
             print(f"{domain}: {path}")
+    elif args.command == "tokenizer" and args.verb == "compare":
+        from .tokenizer.compare import compare
+
+        print(compare(args.tokenizers, args.text, tuple(args.code_domain or ["code"]))[1])
     elif args.command == "generate":
         from .model.stream import stream_to_stdout
 

@@ -72,6 +72,16 @@ class TokenizerConfig:
     sample_chars: int = 200_000_000  # character budget of the training sample
     max_doc_chars: int = 100_000  # cap per document in the sample, so one huge file cannot dominate
     min_frequency: int = 2
+    domain_quotas: dict[str, float] = field(default_factory=dict)  # sample share per domain; empty: the source weights
+    language_quotas: dict[str, float] = field(default_factory=dict)  # share of the prose sample per language code
+    code_domains: list[str] = field(default_factory=lambda: ["code"])  # domains of source code: no language, no tokens/word
+    min_language_share: float = 0.02  # languages with less of the held-out prose are not checked as languages of use
+
+
+@dataclass
+class ShardsConfig:
+    shard_tokens: int = 268_435_456  # tokens per .bin file; a larger source is split into several
+    workers: int = 0  # tokenizer processes; 0 uses every core
 
 @dataclass
 class ModelConfig:
@@ -223,6 +233,7 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     data: DataConfig = field(default_factory=DataConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    shards: ShardsConfig = field(default_factory=ShardsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -297,6 +308,11 @@ def _coerce(tp: Any, value: Any, where: str, key: str):
         return _coerce(options[0], value, where, key)
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, where, key)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise UserError(f"{where}: `{key}` must be a table, e.g. {{ web = 0.5, code = 0.5 }}")
+        _, item = typing.get_args(tp)
+        return {k: _coerce(item, v, where, f"{key}.{k}") for k, v in value.items()}
     if origin is list:
         if not isinstance(value, list):
             raise UserError(f"{where}: `{key}` must be a list")
@@ -342,6 +358,10 @@ def validate(cfg: Config, where: str) -> None:
     _check(m.n_head % kv == 0, where, f"`model.n_head` ({m.n_head}) must be divisible by `model.n_kv_head` ({kv})")
     _check(m.mlp in ("swiglu", "gelu", "relu2"), where, f"`model.mlp` must be swiglu, gelu or relu2, got `{m.mlp}`")
     _check(k.vocab_size >= 256 + 16, where, "`tokenizer.vocab_size` must be at least 272 (256 bytes + special tokens)")
+    for key in ("domain_quotas", "language_quotas"):
+        for name, share in getattr(k, key).items():
+            _check(share >= 0, where, f"`tokenizer.{key}.{name}` must be >= 0, got {share}")
+    _check(cfg.shards.shard_tokens > 0, where, "`shards.shard_tokens` must be > 0")
     _check(t.optimizer in ("adamw", "muon", "muonh"), where, f"`train.optimizer` must be adamw, muon or muonh")
     _check(t.schedule in ("cosine", "wsd", "constant"), where, "`train.schedule` must be cosine, wsd or constant")
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")

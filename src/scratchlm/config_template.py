@@ -9,7 +9,7 @@ from pathlib import Path
 from . import config as C
 
 SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
-            ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
+            ("shards", C.ShardsConfig), ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
             ("decontaminate", C.DecontaminateConfig), ("sft", C.SFTConfig),
             ("monitor", C.MonitorConfig)]
 _FIELD_LINE = re.compile(r"^\s+(\w+):[^=]*=\s*.*?(?:#\s*(.*))?$")
@@ -31,6 +31,8 @@ def _toml_value(v) -> str:
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, float):
         return repr(v)
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }" if v else "{}"
     return str(v)
 
 def render_config(sources: list[dict], overrides: dict[str, dict] | None = None) -> str:

@@ -23,7 +23,7 @@ COMMAND = {"data": "scratchlm data prepare", "decontaminate": "scratchlm data de
            "report": "scratchlm report"}
 MANIFEST = "manifest.json"
 NOT_SEMANTIC = {"train": {"threads", "log_every", "prefetch", "checkpoint_minutes"},
-                "data": {"workers"},
+                "data": {"workers"}, "shards": {"workers"},
                 # used by `scratchlm eval --checkpoint` / `eval human`, not by the pipeline's eval stage
                 "eval": {"diversity_samples", "humaneval", "humaneval_problems", "humaneval_samples",
                          "humaneval_max_new_tokens", "humaneval_temperature", "sandbox_timeout_s",
@@ -77,7 +77,7 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
     make("data", [], sources, data_cfg)
     make("decontaminate", ["data"], _section(cfg, "decontaminate"), eval_sets)
     make("tokenizer", ["decontaminate"], _section(cfg, "tokenizer"))
-    make("shards", ["decontaminate", "tokenizer"])
+    make("shards", ["decontaminate", "tokenizer"], _section(cfg, "shards"))
     make("train", ["shards", "tokenizer"], _section(cfg, "model"), _section(cfg, "train"), cfg.eval.prompts)
     make("eval", ["train", "shards"], _section(cfg, "eval"))
     make("report", ["eval", "train", "shards", "tokenizer", "data"])

@@ -75,7 +75,7 @@ def stage_eval(cfg: Config, art: dict[str, Artifact], force: bool = False) -> di
 def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
     from .report.build import build_report
 
-    dirs = {s: art[s].dir for s in ("data", "shards", "train", "eval")}
+    dirs = {s: art[s].dir for s in ("data", "tokenizer", "shards", "train", "eval")}
     dirs["decontaminate"] = art["decontaminate"].dir
     ids = {s: a.id for s, a in art.items() if s != "report"}
     return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out), force)

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..ids import read_json, write_json
 from ..monitor.report import monitoring_section
 from .data_section import data_section
+from ..tokenizer.report_section import tokenizer_section
 
 
 def _metrics(train_dir: Path) -> list[dict]:
@@ -70,6 +71,10 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md.append(_table(["domain", "clean docs", "held out", "val tokens", "note"],
                      [[d, p["clean_docs"], p["held_out"], shards["val"].get(d, {}).get("tokens"), p["note"]]
                       for d, p in data["validation_plan"].items()]))
+    tokenizer_plot = None
+    if "tokenizer" in dirs:
+        tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table)
+        md += ["", *tokenizer_md]
     plan_file = workdir / "plan" / f"{ids.get('train')}.json"
     plan = read_json(plan_file) if plan_file.exists() else None
     if plan:
@@ -106,8 +111,10 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation, "plan": plan}
     report.update(guard)
+    if "tokenizer" in dirs:
+        report["tokenizer"] = tokenizer_json
     write_json(out / "report.json", report)
-    for name in ("report.md", "report.json", "dashboard.html") + ((plot.name,) if plot else ()):
+    for name in ("report.md", "report.json", "dashboard.html") + tuple(p.name for p in (plot, tokenizer_plot) if p):
         (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run
     return {"report": str(workdir / "report.md"), "val_loss": evaluation["val_loss"],
             "unigram_loss": evaluation["unigram_loss"]}

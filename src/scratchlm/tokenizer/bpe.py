@@ -6,6 +6,7 @@ numbers do not each become their own token.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -13,6 +14,7 @@ from typing import Iterable, Iterator
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from ..errors import UserError
+from ..ids import content_id, write_json
 
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
 CHAT_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
@@ -67,3 +69,21 @@ def load_tokenizer(path: Path) -> Tokenizer:
 
 def special_ids(tok: Tokenizer) -> dict[str, int]:
     return {t: tok.token_to_id(t) for t in SPECIAL_TOKENS}
+
+
+def save_tokenizer(tok: Tokenizer, directory: Path) -> Path:
+    """tokenizer.json plus the two small files `transformers` reads to know which tokens are bos/eos/pad."""
+    path = Path(directory) / "tokenizer.json"
+    tok.save(str(path))
+    roles = {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "additional_special_tokens": CHAT_TOKENS}
+    write_json(path.with_name("special_tokens_map.json"), roles)
+    write_json(path.with_name("tokenizer_config.json"), {"tokenizer_class": "PreTrainedTokenizerFast", **roles})
+    return path
+
+
+def tokenizer_content_id(path: Path) -> str:
+    """ID of what the tokenizer does (vocabulary, merges, pre-tokenizer), independent of JSON formatting."""
+    try:
+        return content_id(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: cannot read tokenizer file ({e})") from None

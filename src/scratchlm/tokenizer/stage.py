@@ -1,103 +1,133 @@
-"""Tokenizer stages: train the BPE tokenizer on the training split, then tokenize everything into shards."""
+"""Tokenizer stages: train the BPE tokenizer on a stratified sample of the training split and measure it on
+the held-out split, then tokenize everything into shards on every core."""
 from __future__ import annotations
 
+from collections import deque
+
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
 from ..config import Config
 from ..data.jsonl import read_jsonl
-from ..data.provenance import ProvenanceWriter
 from ..ids import read_json, write_json
 from ..progress import bar, log
-from .bpe import BOS, load_tokenizer, special_ids, train_bpe
-from .shards import TokenShardWriter
+from .bpe import BOS, load_tokenizer, save_tokenizer, special_ids, tokenizer_content_id, train_bpe
+from .fertility import languages_of_use, measure, verdicts
+from .parallel import ParallelEncoder, chunked
+from .sample import StratifiedSample
+from .shards import SourceShardWriter, dtype_for_vocab
 
-ENCODE_BATCH = 512
+NO_SPLIT = 1 << 62  # validation files stay one file per domain: eval reads val/<domain>.bin
 
 
-def _train_docs(data_dir: Path) -> Iterator[dict]:
-    stats = read_json(data_dir / "stats.json")
-    for files in stats["train_files"].values():
-        for name in files:
-            yield from read_jsonl(data_dir / "train" / name)
+def _val_docs(data_dir: Path) -> Iterator[dict]:
+    for path in sorted((data_dir / "val").glob("*.jsonl")):
+        yield from read_jsonl(path)
+
+
+def heldout_fertility(cfg: Config, tok, data_dir: Path) -> dict:
+    t = cfg.tokenizer
+    result = measure(tok, bar(_val_docs(data_dir), desc="fertility on validation", unit="doc"), t.code_domains)
+    result["languages_of_use"] = languages_of_use(result, t.min_language_share, t.language_quotas)
+    if result["overall"]["docs"] == 0:
+        result["verdicts"] = [{"level": "warning", "check": "held-out text",
+                               "message": "no validation split (data.val_fraction = 0 or too few documents): "
+                                          "fertility was not measured"}]
+    else:
+        result["verdicts"] = verdicts(result, t.min_language_share, t.language_quotas)
+    return result
 
 
 def train_tokenizer(cfg: Config, data_dir: Path, out: Path) -> dict:
     t = cfg.tokenizer
-    budget = t.sample_chars
-
-    def sample() -> Iterator[str]:
-        nonlocal budget
-        for doc in _train_docs(data_dir):
-            if budget <= 0:
-                return
-            text = doc["text"][: t.max_doc_chars]
-            budget -= len(text)
-            yield text
-
-    log(f"tokenizer: training byte-level BPE, vocab {t.vocab_size}, on up to {t.sample_chars:,} chars")
-    tok = train_bpe(bar(sample(), desc="tokenizer sample", unit="doc"), t.vocab_size, t.min_frequency)
-    tok.save(str(out / "tokenizer.json"))
-    info = {"vocab_size": tok.get_vocab_size(), "sample_chars": t.sample_chars - max(budget, 0),
-            "special_tokens": special_ids(tok)}
+    sample = StratifiedSample(cfg, data_dir)
+    log(f"tokenizer: training byte-level BPE, vocab {t.vocab_size}, on a stratified sample of up to "
+        f"{t.sample_chars:,} chars (" + ", ".join(f"{d} {q:.0%}" for d, q in sample.quotas.items()) + ")")
+    tok = train_bpe(bar(sample.texts(), desc="tokenizer sample", unit="doc"), t.vocab_size, t.min_frequency)
+    path = save_tokenizer(tok, out)
+    composition = sample.composition()
+    fertility = heldout_fertility(cfg, tok, data_dir)
+    fertility["tokenizer_id"] = tokenizer_content_id(path)
+    write_json(out / "fertility.json", fertility)
+    info = {"vocab_size": tok.get_vocab_size(), "tokenizer_id": fertility["tokenizer_id"],
+            "sample_chars": composition["chars"], "special_tokens": special_ids(tok), "sample": composition,
+            "verdicts": fertility["verdicts"]}
     write_json(out / "tokenizer_info.json", info)
+    for v in fertility["verdicts"]:
+        if v["level"] != "ok":
+            log(f"tokenizer: {v['level']}: {v['message']}")
     return info
 
 
+def encode_stream(encoder: ParallelEncoder, writer: SourceShardWriter, docs: Iterable[dict], domain_id: int,
+                   label: str, counts: np.ndarray | None) -> dict:
+    tally = {"docs": 0, "chars": 0, "bytes": 0}
+    pending: deque[dict] = deque()  # documents sent to the encoder, not yet written: for provenance
+
+    def texts() -> Iterator[str]:
+        for doc in bar(docs, desc=f"tokenize {label}", unit="doc"):
+            pending.append({k: doc.get(k) for k in ("id", "source", "orig_id")})
+            text = doc["text"]
+            tally["docs"] += 1
+            tally["chars"] += len(text)
+            tally["bytes"] += len(text.encode("utf-8"))
+            yield text
+
+    for tokens, lengths in encoder.encode(chunked(texts())):
+        writer.add_many(tokens, lengths, domain_id, [pending.popleft() for _ in range(len(lengths))])
+        if counts is not None and len(tokens):
+            counts += np.bincount(tokens, minlength=len(counts))
+    files = writer.close()
+    return {**tally, "tokens": writer.n_tokens, "files": files}
+
+
 def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path) -> dict:
-    tok = load_tokenizer(tokenizer_dir / "tokenizer.json")
+    tok_path = tokenizer_dir / "tokenizer.json"
+    tok = load_tokenizer(tok_path)
     vocab = tok.get_vocab_size()
-    bos = tok.token_to_id(BOS)
     stats = read_json(data_dir / "stats.json")
     domains = sorted({s.domain for s in cfg.data.sources})
     domain_ids = {d: i for i, d in enumerate(domains)}
     counts = np.zeros(vocab, dtype=np.int64)  # unigram counts of the training tokens: the baseline to beat
     (out / "train").mkdir(parents=True, exist_ok=True)
     (out / "val").mkdir(exist_ok=True)
-    summary: dict = {"vocab_size": vocab, "domains": domains, "train": {}, "val": {}}
-
-    def encode_into(writer: TokenShardWriter, docs, label: str, count: bool) -> dict:
-        n_docs = n_bytes = 0
-        batch: list[dict] = []
-        provenance = ProvenanceWriter(writer.path)  # which document each token range came from
-
-        def flush():
-            nonlocal n_docs, n_bytes
-            encoded = tok.encode_batch([d["text"] for d in batch], add_special_tokens=False)
-            arrays = [np.asarray([bos, *enc.ids], dtype=np.int64) for enc in encoded]
-            if count and arrays:
-                counts[:] += np.bincount(np.concatenate(arrays), minlength=vocab)
-            for doc, ids in zip(batch, arrays):
-                writer.add(ids, domain_ids[doc["domain"]])
-                provenance.add(doc, len(ids))
-                n_docs += 1
-                n_bytes += len(doc["text"].encode("utf-8"))
-            batch.clear()
-
-        for doc in bar(docs, desc=f"tokenize {label}", unit="doc"):
-            batch.append(doc)
-            if len(batch) >= ENCODE_BATCH:
-                flush()
-        flush()
-        provenance.close()
-        return {"docs": n_docs, "bytes": n_bytes, "tokens": writer.close()}
-
-    for src in cfg.data.sources:
-        files = [data_dir / "train" / n for n in stats["train_files"][src.name]]
-        writer = TokenShardWriter(out / "train" / f"{src.name}.bin", vocab)
-        docs = (doc for f in files for doc in read_jsonl(f))
-        summary["train"][src.name] = {"domain": src.domain, "weight": src.weight,
-                                      **encode_into(writer, docs, src.name, count=True)}
-    for domain in domains:
-        path = data_dir / "val" / f"{domain}.jsonl"
-        if path.exists():
-            writer = TokenShardWriter(out / "val" / f"{domain}.bin", vocab)
-            summary["val"][domain] = encode_into(writer, read_jsonl(path), f"val/{domain}", count=False)
+    summary: dict = {"vocab_size": vocab, "tokenizer_id": tokenizer_content_id(tok_path), "domains": domains,
+                     "shard_tokens": cfg.shards.shard_tokens, "train": {}, "val": {}}
+    with ParallelEncoder(tok_path, dtype_for_vocab(vocab), tok.token_to_id(BOS), cfg.shards.workers) as encoder:
+        log(f"tokenize: {encoder.workers} worker process(es)")
+        for src in cfg.data.sources:
+            docs = (doc for n in stats["train_files"][src.name] for doc in read_jsonl(data_dir / "train" / n))
+            writer = SourceShardWriter(out / "train", src.name, vocab, cfg.shards.shard_tokens)
+            summary["train"][src.name] = {"domain": src.domain, "weight": src.weight,
+                                          **encode_stream(encoder, writer, docs, domain_ids[src.domain],
+                                                           src.name, counts)}
+        for domain in domains:
+            path = data_dir / "val" / f"{domain}.jsonl"
+            if path.exists():
+                writer = SourceShardWriter(out / "val", domain, vocab, NO_SPLIT)
+                summary["val"][domain] = encode_stream(encoder, writer, read_jsonl(path), domain_ids[domain],
+                                                        f"val/{domain}", None)
+    summary["tokens_per_domain"] = _per_domain(summary)
     np.save(out / "unigram_counts.npy", counts)
     write_json(out / "shards.json", summary)
     total = sum(v["tokens"] for v in summary["train"].values())
     log(f"tokenize: {total:,} training tokens, "
         f"{sum(v['tokens'] for v in summary['val'].values()):,} validation tokens")
     return summary
+
+
+def _per_domain(summary: dict) -> dict:
+    """Corpus size per domain in real tokens of this tokenizer, for the data report."""
+    out = {d: {"train_docs": 0, "train_chars": 0, "train_tokens": 0, "val_tokens": 0} for d in summary["domains"]}
+    for entry in summary["train"].values():
+        row = out[entry["domain"]]
+        row["train_docs"] += entry["docs"]
+        row["train_chars"] += entry["chars"]
+        row["train_tokens"] += entry["tokens"]
+    for domain, entry in summary["val"].items():
+        out[domain]["val_tokens"] = entry["tokens"]
+    for row in out.values():
+        row["chars_per_token"] = row["train_chars"] / row["train_tokens"] if row["train_tokens"] else None
+    return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ import torch
 
 from ..errors import UserError
 from ..ids import read_json
-from ..tokenizer.shards import TokenShard
+from ..tokenizer.shards import TokenShard, source_files
 
 
 def window_starts(shard: TokenShard, seq_len: int) -> np.ndarray:
@@ -46,17 +47,18 @@ class MixtureLoader:
         self.world_size, self.grad_accum = world_size, grad_accum
         self.sources, self.shards, self.starts, weights, self.skipped = [], [], [], [], []
         for name, info in summary["train"].items():
-            path = shards_dir / "train" / f"{name}.bin"
-            if not path.exists():
-                raise UserError(f"token shard {path} is missing; rerun `scratchlm tokenizer encode --force`")
-            shard = TokenShard(path)
-            if len(shard) <= seq_len + 1:
-                self.skipped.append(name)  # too small to cut one training window from
-                continue
-            self.sources.append(name)
-            self.shards.append(shard)
-            self.starts.append(window_starts(shard, seq_len))
-            weights.append(info["weight"])
+            for file in source_files(name, info):  # a large source is split into several shards
+                path = shards_dir / "train" / file
+                if not path.exists():
+                    raise UserError(f"token shard {path} is missing; rerun `scratchlm tokenizer encode`")
+                shard = TokenShard(path)
+                if len(shard) <= seq_len + 1:
+                    self.skipped.append(file)  # too small to cut one training window from
+                    continue
+                self.sources.append(name)
+                self.shards.append(shard)
+                self.starts.append(window_starts(shard, seq_len))
+                weights.append(info["weight"] * len(shard) / max(info["tokens"], 1))  # the source's share, by size
         if not self.shards:
             raise UserError(f"no source has more than seq_len+1 = {seq_len + 1} training tokens")
         self.probs = np.asarray(weights, dtype=np.float64) / sum(weights)
@@ -96,8 +98,11 @@ class MixtureLoader:
         np.add.at(self.tokens_drawn, which, self.seq_len)
 
     def epochs(self) -> dict[str, float]:
-        return {name: float(drawn) / len(shard)
-                for name, drawn, shard in zip(self.sources, self.tokens_drawn, self.shards)}
+        drawn, size = defaultdict(int), defaultdict(int)
+        for name, n, shard in zip(self.sources, self.tokens_drawn, self.shards):
+            drawn[name] += int(n)
+            size[name] += len(shard)
+        return {name: drawn[name] / size[name] for name in drawn}
 
     def state_dict(self) -> dict:
         return {"position": self.position, "tokens_drawn": self.tokens_drawn.tolist()}

@@ -24,6 +24,7 @@ from ..model import GPT
 from ..monitor import Monitor, NullMonitor  # MONITOR
 from ..progress import bar, log
 from ..tokenizer.bpe import load_tokenizer
+from ..tokenizer.shards import check_tokenizer_matches
 from .checkpoint import (best_checkpoint, list_checkpoints, load_model_weights, load_training_state, mark_best,
                          save_checkpoint, set_rng_state, verify_checkpoint)
 from .device import autocast, pick_device, pick_precision, sync
@@ -86,6 +87,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     if tokenizer.get_vocab_size() != shards["vocab_size"]:
         raise UserError(f"tokenizer {tokenizer_dir} has {tokenizer.get_vocab_size()} tokens but the shards in "
                         f"{shards_dir} were made with {shards['vocab_size']}; retokenize")
+    check_tokenizer_matches(shards, tokenizer_dir / "tokenizer.json", shards_dir)
     raw = GPT(m, shards["vocab_size"]).to(device)  # the plain module: weights in, weights out, evaluation
     raw.activation_checkpointing = t.activation_checkpointing
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")

@@ -1,0 +1,194 @@
+"""Tokenizer stage: stratified sample, held-out fertility with verdicts, parallel split shards, tokenizer ID check."""
+import json
+
+import numpy as np
+import pytest
+
+from scratchlm.cli import main
+from scratchlm.config import config_from_dict, load_config
+from scratchlm.data.jsonl import read_jsonl, write_jsonl
+from scratchlm.errors import UserError
+from scratchlm.ids import read_json, write_json
+from scratchlm.pipeline import plan_artifacts
+from scratchlm.stages import stage_data, stage_shards, stage_tokenizer
+from scratchlm.tokenizer.bpe import BOS, EOS, PAD, load_tokenizer, save_tokenizer, train_bpe
+from scratchlm.tokenizer.fertility import verdicts
+from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
+from scratchlm.tokenizer.report_section import tokenizer_section
+from scratchlm.tokenizer.sample import StratifiedSample, water_fill
+from scratchlm.tokenizer.shards import TokenShard, check_tokenizer_matches
+from scratchlm.train.loader import MixtureLoader
+
+EN = "The committee will meet again next week to discuss the budget and the new hiring plan for the team. "
+DE = "Der Ausschuss trifft sich nächste Woche erneut, um den Haushalt und den neuen Einstellungsplan zu besprechen. "
+
+
+@pytest.fixture(scope="module")
+def run(builtin_corpus, micro_config, tmp_path_factory):
+    cfg = load_config(micro_config(tmp_path_factory.mktemp("tok"), builtin_corpus,
+                                   extra="[shards]\nshard_tokens = 60000\n"))
+    art = plan_artifacts(cfg)
+    stage_data(cfg, art)
+    stage_tokenizer(cfg, art)
+    stage_shards(cfg, art)
+    return cfg, art
+
+
+def test_water_fill_gives_slack_of_small_keys_to_the_others():
+    assert water_fill(100, {"a": 0.5, "b": 0.5}, {"a": 1000, "b": 1000}) == {"a": 50, "b": 50}
+    assert water_fill(100, {"a": 0.5, "b": 0.25, "c": 0.25}, {"a": 10, "b": 1000, "c": 1000}) == \
+        {"a": 10, "b": 45, "c": 45}
+    assert water_fill(100, {"a": 1.0, "b": 0.0}, {"a": 1000, "b": 1000})["b"] == 0
+
+
+def _fake_data(tmp_path, train: dict[str, list[dict]], val: list[dict]):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "val").mkdir()
+    stats = {"sources": {}, "train_files": {}}
+    for name, docs in train.items():
+        write_jsonl(tmp_path / "train" / f"{name}.jsonl", docs)
+        stats["train_files"][name] = [f"{name}.jsonl"]
+        stats["sources"][name] = {"train": {"docs": len(docs), "chars": sum(len(d["text"]) for d in docs)}}
+    write_jsonl(tmp_path / "val" / "prose.jsonl", val)
+    write_json(tmp_path / "stats.json", stats)
+    return tmp_path
+
+
+def _cfg(sources, **tokenizer):
+    return config_from_dict({"data": {"sources": sources}, "tokenizer": {"vocab_size": 300, **tokenizer}})
+
+
+def test_sample_follows_weights_and_language_quotas_and_never_holds_validation(tmp_path):
+    def docs(prefix, text, n, domain):
+        return [{"id": f"{prefix}{i}", "text": f"{i} {text * 3}", "domain": domain} for i in range(n)]
+
+    prose = docs("en", EN, 200, "prose") + docs("de", DE, 200, "prose")
+    leaked = dict(prose[7])  # in train and in validation: data prepare never does this, the sample must not care
+    data = _fake_data(tmp_path, {"prose": prose, "code": docs("code", "def f(x):\n    return x\n", 300, "code")},
+                      [leaked])
+    sources = [{"name": "prose", "domain": "prose", "path": "x", "weight": 3.0},
+               {"name": "code", "domain": "code", "path": "y", "weight": 1.0}]
+    sample = StratifiedSample(_cfg(sources, sample_chars=40_000, language_quotas={"de": 0.6}), data)
+    texts = list(sample.texts())
+    comp = sample.composition()
+    assert comp["chars"] == sum(map(len, texts)) == 40_000
+    assert comp["domains"]["prose"]["chars"] == 30_000 and comp["domains"]["code"]["chars"] == 10_000
+    assert comp["languages"]["de"]["chars"] == 18_000  # 0.6 of the prose sample, as asked
+    assert comp["languages"]["en"]["chars"] == 12_000  # the rest
+    assert comp["skipped"]["language_quota_full"] > 0 and comp["skipped"]["in_validation_split"] == 1
+    assert 3 * comp["sources"]["code"]["target_chars"] == comp["sources"]["prose"]["target_chars"]
+    sample = StratifiedSample(_cfg(sources, sample_chars=10 ** 7), data)  # budget above the corpus: take all
+    texts = list(sample.texts())
+    assert leaked["text"] not in texts and len(texts) == 699
+    assert sample.composition()["skipped"] == {"in_validation_split": 1}
+
+
+def test_bad_quotas_are_user_errors(tmp_path):
+    data = _fake_data(tmp_path, {"a": [{"id": "1", "text": EN, "domain": "web"}]}, [])
+    src = [{"name": "a", "domain": "web", "path": "x"}]
+    with pytest.raises(UserError, match="domain_quotas names domain"):
+        StratifiedSample(_cfg(src, domain_quotas={"wbe": 1.0}), data)
+    with pytest.raises(UserError, match="sum to at most 1"):
+        StratifiedSample(_cfg(src, language_quotas={"en": 0.8, "de": 0.5}), data)
+
+
+def test_verdicts_flag_high_fertility_unequal_languages_and_unused_vocab():
+    def lang(tpw, chars=1000):
+        return {"tokens_per_word": tpw, "chars": chars, "chars_per_token": 3.0}
+
+    result = {"languages": {"en": lang(1.2), "de": lang(1.9), "xx": lang(9.0, chars=1), "code": lang(5.0)},
+              "vocab": {"size": 1000, "used_share": 0.8}, "overall": {"tokens": 10_000}}
+    out = {v["check"]: v["level"] for v in verdicts(result, min_share=0.02)}
+    assert out == {"tokens/word en": "ok", "tokens/word de": "warning", "language cost ratio": "warning",
+                   "vocabulary used": "warning"}  # xx is below the share of a language of use; code is not prose
+    result["languages"]["de"] = lang(1.3)
+    result["vocab"]["used_share"] = 0.95
+    assert {v["level"] for v in verdicts(result, min_share=0.02)} == {"ok"}
+
+
+def test_saved_tokenizer_loads_in_transformers_with_special_tokens(tmp_path):
+    from transformers import PreTrainedTokenizerFast
+
+    save_tokenizer(train_bpe([EN, DE] * 20, vocab_size=300, min_frequency=1), tmp_path)
+    hf = PreTrainedTokenizerFast.from_pretrained(str(tmp_path))
+    assert (hf.bos_token, hf.eos_token, hf.pad_token) == (BOS, EOS, PAD)
+    assert hf.bos_token_id == 0 and hf.pad_token_id is not None
+    assert hf.decode(hf(EN, add_special_tokens=False)["input_ids"]) == EN
+
+
+def test_parallel_encoding_equals_sequential(tmp_path):
+    tok = train_bpe([EN, DE, "x = [1, 2, 3]\n"] * 20, vocab_size=300, min_frequency=1)
+    save_tokenizer(tok, tmp_path)
+    texts = [(EN * (i % 7)) + DE[: i % 50] for i in range(300)]
+    expected = [[0, *tok.encode(t, add_special_tokens=False).ids] for t in texts]
+    for workers in (1, 2):
+        with ParallelEncoder(tmp_path / "tokenizer.json", np.uint16, bos=0, workers=workers) as enc:
+            got = [(t, n) for t, n in enc.encode(chunked(texts, max_chars=2000))]
+        flat = np.concatenate([t for t, _ in got])
+        lengths = np.concatenate([n for _, n in got])
+        assert lengths.tolist() == [len(e) for e in expected]
+        assert flat.tolist() == [i for e in expected for i in e]
+
+
+def test_shards_split_load_memory_mapped_and_train_loader_reads_them(run):
+    cfg, art = run
+    summary = read_json(art["shards"].dir / "shards.json")
+    tok = load_tokenizer(art["tokenizer"].dir / "tokenizer.json")
+    web = summary["train"]["web"]
+    assert len(web["files"]) > 1  # 60k-token shards: the web source is split
+    shards = [TokenShard(art["shards"].dir / "train" / f) for f in web["files"]]
+    assert sum(len(s) for s in shards) == web["tokens"]
+    assert all(len(s) <= 60_000 or len(s.docs) == 1 for s in shards)  # only a document that alone is larger
+    assert all(isinstance(s.tokens, np.memmap) for s in shards)
+    first = next(read_jsonl(art["data"].dir / "train" / read_json(art["data"].dir / "stats.json")
+                            ["train_files"]["web"][0]))
+    want = [tok.token_to_id(BOS), *tok.encode(first["text"], add_special_tokens=False).ids]
+    assert shards[0].tokens[:len(want)].tolist() == want
+    assert sum(len(s.docs) for s in shards) == web["docs"]
+    per_domain = summary["tokens_per_domain"]
+    assert per_domain["web"]["train_tokens"] == web["tokens"] and per_domain["web"]["val_tokens"] > 0
+    loader = MixtureLoader(art["shards"].dir, seq_len=32, batch_size=8, seed=1)
+    x, y, _ = loader.batch(0)
+    assert x.shape == (8, 32) and int(x.max()) < summary["vocab_size"]
+    assert set(loader.epochs()) == {"code", "docs", "web"}
+
+
+def test_fertility_section_and_sample_composition_are_recorded(run, tmp_path):
+    cfg, art = run
+    info = read_json(art["tokenizer"].dir / "tokenizer_info.json")
+    fertility = read_json(art["tokenizer"].dir / "fertility.json")
+    assert set(info["sample"]["domains"]) == {"code", "docs", "web"}
+    assert info["sample"]["skipped"].get("in_validation_split", 0) == 0
+    held_out = sum(1 for f in (art["data"].dir / "val").glob("*.jsonl") for _ in read_jsonl(f))
+    assert fertility["overall"]["docs"] == held_out
+    assert {"code", "docs", "web"} == set(fertility["domains"]) and "en" in fertility["languages"]
+    shards = read_json(art["shards"].dir / "shards.json")
+    md, js, plot = tokenizer_section(art["tokenizer"].dir, shards, tmp_path,
+                                     lambda h, rows: "\n".join(" | ".join(map(str, r)) for r in [h, *rows]))
+    text = "\n".join(md)
+    assert "## Tokenizer" in text and "tokens/word" in text and "**warning**" in text and plot.exists()
+    assert js["info"]["tokenizer_id"] == shards["tokenizer_id"]
+
+
+def test_training_refuses_shards_of_another_tokenizer(run, tmp_path):
+    cfg, art = run
+    shards = read_json(art["shards"].dir / "shards.json")
+    check_tokenizer_matches(shards, art["tokenizer"].dir / "tokenizer.json", art["shards"].dir)
+    save_tokenizer(train_bpe([EN, DE] * 20, vocab_size=cfg.tokenizer.vocab_size, min_frequency=1), tmp_path)
+    with pytest.raises(UserError, match="is not the tokenizer the shards"):
+        check_tokenizer_matches(shards, tmp_path / "tokenizer.json", art["shards"].dir)
+
+
+def test_compare_prints_both_tokenizers_side_by_side(run, tmp_path, capsys):
+    cfg, art = run
+    save_tokenizer(train_bpe([EN, DE] * 20, vocab_size=300, min_frequency=1), tmp_path)
+    a, b = art["tokenizer"].dir / "tokenizer.json", tmp_path / "tokenizer.json"
+    plain = tmp_path / "notes.txt"
+    plain.write_text(EN * 5)
+    assert main(["tokenizer", "compare", str(a), str(b), "--text", str(art["data"].dir / "val"), str(plain)]) == 0
+    out = capsys.readouterr().out
+    assert "A: tokenizer.json" in out and "B: tokenizer.json" in out
+    assert "domain notes: tokens/word" in out and "domain web: chars/token" in out
+    row = next(line for line in out.splitlines() if line.startswith("all: chars/token")).split()
+    assert float(row[-2]) > float(row[-1])  # the tokenizer trained on the corpus compresses it better
+    assert main(["tokenizer", "compare", str(a), "--text", str(tmp_path / "missing")]) == 2
