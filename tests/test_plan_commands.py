@@ -75,7 +75,7 @@ def test_check_trains_resumes_and_compares(built):
     # the stages that produce these exist: each line must find its evidence in this run's artifacts
     for name in ("fuzzy dedup applied", "eval contamination checked",
                  "tokenizer fertility across the languages of use"):
-        assert "[     ok]" in lines[name] or "[warning]" in lines[name], lines[name]
+        assert "[     ok]" in lines[name] or "[WARNING]" in lines[name], lines[name]
     assert "[     ok]" in lines["gradient clipping on"]
     assert r.returncode == (1 if "ERROR" in r.stdout else 0)
     assert not list(built.path.parent.glob(".scratchlm-resume-check-*"))

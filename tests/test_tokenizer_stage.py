@@ -10,7 +10,7 @@ from scratchlm.data.jsonl import read_jsonl, write_jsonl
 from scratchlm.errors import UserError
 from scratchlm.ids import read_json, write_json
 from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import stage_data, stage_shards, stage_tokenizer
+from scratchlm.stages import stage_training_inputs
 from scratchlm.tokenizer.bpe import BOS, EOS, PAD, load_tokenizer, save_tokenizer, train_bpe
 from scratchlm.tokenizer.fertility import verdicts
 from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
@@ -26,11 +26,9 @@ DE = "Der Ausschuss trifft sich nächste Woche erneut, um den Haushalt und den n
 @pytest.fixture(scope="module")
 def run(builtin_corpus, micro_config, tmp_path_factory):
     cfg = load_config(micro_config(tmp_path_factory.mktemp("tok"), builtin_corpus,
-                                   extra="[shards]\nshard_tokens = 60000\n"))
+                                   extra="[shards]\nshard_tokens = 4000\n"))
     art = plan_artifacts(cfg)
-    stage_data(cfg, art)
-    stage_tokenizer(cfg, art)
-    stage_shards(cfg, art)
+    stage_training_inputs(cfg, art)
     return cfg, art
 
 
@@ -135,10 +133,10 @@ def test_shards_split_load_memory_mapped_and_train_loader_reads_them(run):
     summary = read_json(art["shards"].dir / "shards.json")
     tok = load_tokenizer(art["tokenizer"].dir / "tokenizer.json")
     web = summary["train"]["web"]
-    assert len(web["files"]) > 1  # 60k-token shards: the web source is split
+    assert len(web["files"]) > 1  # 4k-token shards: the web source is split
     shards = [TokenShard(art["shards"].dir / "train" / f) for f in web["files"]]
     assert sum(len(s) for s in shards) == web["tokens"]
-    assert all(len(s) <= 60_000 or len(s.docs) == 1 for s in shards)  # only a document that alone is larger
+    assert all(len(s) <= 4_000 or len(s.docs) == 1 for s in shards)  # only a document that alone is larger
     assert all(isinstance(s.tokens, np.memmap) for s in shards)
     first = next(read_jsonl(art["data"].dir / "train" / read_json(art["data"].dir / "stats.json")
                             ["train_files"]["web"][0]))

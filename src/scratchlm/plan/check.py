@@ -4,57 +4,58 @@ from __future__ import annotations
 
 import subprocess
 import tomllib
-from typing import Any, Iterator
 
 from ..config import Config
 from ..ids import read_json
-from ..pipeline import MANIFEST, Artifact, plan_artifacts
-from .verdicts import NOT_AVAILABLE, Verdict
+from ..pipeline import Artifact, plan_artifacts
+from .verdicts import NOT_AVAILABLE, Verdict, worst
 
 
-def _stage_records(art: dict[str, Artifact]) -> Iterator[tuple[str, Any]]:
-    """Every JSON record the finished stages wrote: manifests and their top-level JSON files."""
-    for stage, a in art.items():
-        if not a.done:
-            continue
-        for f in sorted(a.dir.glob("*.json")):
-            try:
-                yield f"{stage}/{f.name}", read_json(f)
-            except ValueError:
-                continue
+def _dedup_verdict(art: dict[str, Artifact]) -> Verdict:
+    """What the data stage's dedup step did: exact and fuzzy document clusters, paragraphs cut; skipped kinds."""
+    name, data = "fuzzy dedup applied", art["data"]
+    if not data.done:
+        return Verdict(name, NOT_AVAILABLE, "the data stage has not run (`scratchlm data prepare`)", {})
+    dedup = read_json(data.dir / "stats.json").get("dedup")
+    if dedup is None:
+        return Verdict(name, NOT_AVAILABLE, f"{data.dir}/stats.json records no dedup step; this guard is not in "
+                       "effect", {})
+    skipped = dedup.get("skipped") or []
+    para = dedup.get("paragraph") or {}
+    summary = (f"{dedup['exact']['duplicates']:,} exact and {dedup['fuzzy']['duplicates']:,} near-duplicate "
+               f"documents removed, {para.get('paragraphs', 0):,} duplicate paragraphs cut")
+    if "fuzzy_dedup" in skipped:
+        return Verdict(name, "warning", summary + "; fuzzy dedup is switched off (data.skip): paraphrases and "
+                       "templates pass", dedup)
+    return Verdict(name, "ok", summary + (f"; skipped: {', '.join(skipped)}" if skipped else ""), dedup)
 
 
-def _find_key(obj: Any, names: tuple[str, ...], path: str = "") -> tuple[str, Any] | None:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if any(n in str(k).lower() for n in names):
-                return f"{path}.{k}".lstrip("."), v
-        for k, v in obj.items():
-            found = _find_key(v, names, f"{path}.{k}")
-            if found:
-                return found
-    return None
+def _fertility_verdict(art: dict[str, Artifact]) -> Verdict:
+    """The tokenizer stage's held-out fertility verdicts (tokens/word per language, language cost, unused vocab)."""
+    name, tok = "tokenizer fertility across the languages of use", art["tokenizer"]
+    if not tok.done:
+        return Verdict(name, NOT_AVAILABLE, "the tokenizer stage has not run (`scratchlm tokenizer train`)", {})
+    found = tok.manifest()["result"].get("verdicts", [])
+    problems = [v for v in found if v["level"] != "ok"]
+    level = worst(v["level"] for v in found)
+    summary = "; ".join(v["message"] for v in problems) or "tokens/word, language cost and vocabulary use all ok"
+    return Verdict(name, level, f"{summary} ({tok.dir / 'fertility.json'})", {"verdicts": found})
 
 
-def _stage_evidence(art: dict[str, Artifact], names: tuple[str, ...]) -> tuple[str, Any] | None:
-    for where, record in _stage_records(art):
-        found = _find_key(record, names)
-        if found:
-            return f"{where}: {found[0]}", found[1]
-    return None
-
-
-def _built_elsewhere(name: str, art: dict[str, Artifact], keys: tuple[str, ...], stage: str) -> Verdict:
-    """A guard that another stage provides: ok only when its output is in the artifacts."""
-    found = _stage_evidence(art, keys)
-    if found is None:
-        state = "has not run" if not art[stage].done else "records no such step"
-        return Verdict(name, NOT_AVAILABLE, f"no `{keys[0]}` entry in the stage artifacts (the {stage} stage "
-                       f"{state}); this guard is not in effect", {})
-    where, value = found
-    disabled = value is False or (isinstance(value, dict) and value.get("enabled") is False)
-    return Verdict(name, "warning" if disabled else "ok",
-                   f"{'disabled' if disabled else 'applied'} ({where})", {"where": where, "value": value})
+def _contamination_verdict(art: dict[str, Artifact]) -> Verdict:
+    """The decontaminate stage's own verdict: which eval sets were fingerprinted and what was removed."""
+    name, guard = "eval contamination checked", art["decontaminate"]
+    if not guard.done:
+        return Verdict(name, NOT_AVAILABLE, "the decontaminate stage has not run (`scratchlm data decontaminate`); "
+                       "this guard is not in effect", {})
+    result = guard.manifest()["result"]
+    sets = result["eval_sets"]
+    touched = {n: r["contaminated_items"] for n, r in sets.items() if r["contaminated_items"]}
+    summary = (f"{len(sets)} eval set(s) fingerprinted, {result['docs_scanned']:,} training documents scanned, "
+               f"{result['docs_touched']:,} touched, {result['chars_removed']:,} characters removed"
+               + (": " + ", ".join(f"{n} {k} item(s) found" for n, k in touched.items()) if touched else "")
+               + f" ({result['report']})")
+    return Verdict(name, result["verdict"], summary, {"eval_sets": sets, "report": result["report"]})
 
 
 def _explicit_weights(cfg: Config) -> list[str]:
@@ -83,7 +84,7 @@ def run_checklist(cfg: Config, plan: dict, resume: Verdict | None) -> list[Verdi
 
     c = by_name["corpus"]
     out.append(Verdict("corpus size in tokens, not bytes", c["level"], c["summary"], c["evidence"]))
-    out.append(_built_elsewhere("fuzzy dedup applied", art, ("dedup", "near_dup", "minhash"), "data"))
+    out.append(_dedup_verdict(art))
 
     implicit = _explicit_weights(cfg)
     shares = {}
@@ -112,9 +113,8 @@ def run_checklist(cfg: Config, plan: dict, resume: Verdict | None) -> list[Verdi
     else:
         for name in ("eval sets split off first", "per-domain validation configured"):
             out.append(Verdict(name, NOT_AVAILABLE, "the data stage has not run (`scratchlm data prepare`)", {}))
-    out.append(_built_elsewhere("eval contamination checked", art, ("contamination",), "data"))
-    out.append(_built_elsewhere("tokenizer fertility across the languages of use", art, ("fertility",),
-                                "tokenizer"))
+    out.append(_contamination_verdict(art))
+    out.append(_fertility_verdict(art))
 
     fit = [by_name[n] for n in ("memory", "time") if n in by_name]
     level = max((v["level"] for v in fit), key=("ok", "warning", "error").index)
