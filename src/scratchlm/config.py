@@ -28,7 +28,7 @@ class SourceConfig:
     text_field: str = "text"
     weight: float = 1.0  # share of training tokens (normalized over sources)
     languages: list[str] | None = None  # overrides data.languages for this source
-    profile: str | None = None  # prose | code: filter set; default code for domain "code", prose otherwise
+    profile: str | None = None  # prose | technical | code: filter set; default code for domain "code", prose otherwise
 
 
 @dataclass
@@ -36,6 +36,7 @@ class QualityOverrides:
     # Per-profile overrides of the Gopher / C4 / FineWeb / code thresholds (keys: the fields of
     # scratchlm.data.clean.quality.QualityConfig; `false` switches a rule off). `scratchlm init` lists every key.
     prose: dict[str, Any] = field(default_factory=dict)
+    technical: dict[str, Any] = field(default_factory=dict)
     code: dict[str, Any] = field(default_factory=dict)
 
 
@@ -339,8 +340,8 @@ def validate(cfg: Config, where: str) -> None:
         _check(s.weight > 0, where, f"source `{s.name}`: weight must be > 0")
     _check(0 <= d.val_fraction < 0.5, where, "`data.val_fraction` must be in [0, 0.5)")
     for s in d.sources:
-        _check(s.profile in (None, "prose", "code"), where,
-               f"source `{s.name}`: profile must be prose or code, got `{s.profile}`")
+        _check(s.profile in (None, "prose", "technical", "code"), where,
+               f"source `{s.name}`: profile must be prose, technical or code, got `{s.profile}`")
     for step in d.skip:
         close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"

@@ -10,10 +10,7 @@ from .data.builtin import build_builtin_corpus
 CODE_CHARS = 4_000_000  # the stdlib is ~30 MB; a 4 MB sample keeps the quickstart within its 10-minute budget
 PRESET = {
     "run": {"workdir": "."},
-    # The built-in docs and web sources are technical text full of code examples: C4's terminal-punctuation
-    # line rule and curly-brace rule would cut most of it (FineWeb dropped the former for the same reason).
-    "data": {"min_chars": 200, "val_fraction": 0.1, "val_max_docs": 60, "unit_mb": 1,
-             "quality": {"prose": {"c4_terminal_punctuation": None, "c4_reject_curly_braces": False}}},
+    "data": {"min_chars": 200, "val_fraction": 0.1, "val_max_docs": 60, "unit_mb": 1},
     "tokenizer": {"vocab_size": 4096, "sample_chars": 5_000_000},
     "model": {"n_layer": 4, "d_model": 192, "n_head": 6, "seq_len": 256},
     "train": {"max_steps": 600, "batch_size": 16, "learning_rate": 3e-3, "warmup_steps": 50,
@@ -27,8 +24,11 @@ def prepare_quickstart(workdir: Path, max_steps: int | None = None) -> Path:
     corpus = workdir / "corpus"
     if not (corpus / "code.jsonl").exists():
         build_builtin_corpus(corpus, code_max_chars=CODE_CHARS)
-    sources = [{"name": d, "domain": d, "path": f"corpus/{d}.jsonl", "format": "jsonl", "weight": w}
-               for d, w in (("code", 1.0), ("docs", 0.5), ("web", 0.5))]
+    # The docs and web sources are documentation and READMEs full of code examples and Markdown: the technical
+    # filter set, not the web-crawl one, which would cut most of them.
+    sources = [{"name": d, "domain": d, "path": f"corpus/{d}.jsonl", "format": "jsonl", "weight": w,
+                "profile": profile}
+               for d, w, profile in (("code", 1.0, "code"), ("docs", 0.5, "technical"), ("web", 0.5, "technical"))]
     preset = {k: dict(v) for k, v in PRESET.items()}
     if max_steps:
         preset["train"]["max_steps"] = max_steps

@@ -1,8 +1,9 @@
-"""The quality-rule profiles as the config exposes them: `[data.quality.prose]` and `[data.quality.code]`.
+"""The quality-rule profiles as the config exposes them: `[data.quality.prose]`, `[data.quality.technical]` and
+`[data.quality.code]`.
 
 The thresholds and their origins live in one place, clean/quality.py's QualityConfig. This module turns a
 user's override table into a QualityConfig (TOML has no null, so `false` switches a rule off and lists
-become tuples), checks the keys, and renders both profiles for `scratchlm init` with the comments that
+become tuples), checks the keys, and renders every profile for `scratchlm init` with the comments that
 document each threshold, read from QualityConfig's source so they cannot drift.
 """
 from __future__ import annotations
@@ -14,9 +15,9 @@ import re
 from typing import Any
 
 from ..errors import UserError
-from .clean.quality import CODE, PROSE, QualityConfig
+from .clean.quality import CODE, PROSE, TECHNICAL, QualityConfig
 
-PROFILES = {"prose": PROSE, "code": CODE}
+PROFILES = {"prose": PROSE, "technical": TECHNICAL, "code": CODE}
 _FIELDS = [f.name for f in dataclasses.fields(QualityConfig)]
 _FIELD = re.compile(r"^    (\w+): [^=]+= .*?(?:  # (.*))?$")
 _SECTION = re.compile(r"^    # --- (.*?) -+$")

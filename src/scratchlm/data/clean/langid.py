@@ -14,6 +14,10 @@ from scratchlm.errors import UserError
 
 UNDETERMINED = "und"  # ISO 639-2 code for "undetermined": empty text, or below a confidence floor
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+# What carries no language: fenced and inline code, URLs, HTML tags, reST/Markdown directive and badge syntax.
+# fastText reads them as words, so a README whose badges are half its tokens scores p=0.5 for English.
+_NOT_LANGUAGE = re.compile(r"```.*?```|`[^`\n]*`|\b(?:https?|ftp)://\S+|www\.\S+|<[^>\n]+>"
+                           r"|^\s*\.\. [^\n]*$|!?\[[^\]\n]*\]\([^)\n]*\)|\|[^|\n]+\|_?", re.S | re.M)
 
 
 def model_path() -> Path:
@@ -38,7 +42,7 @@ def _model():
 def detect_language(text: str) -> tuple[str, float]:
     """(ISO 639 code such as "en", "de", "ja", probability). ("und", 0.0) for text without words."""
     # fastText predicts one line at a time and rejects "\n"; it also tokenizes on whitespace anyway.
-    line = " ".join(text.split())
+    line = " ".join(_NOT_LANGUAGE.sub(" ", text).split()) or " ".join(text.split())
     if not line:
         return UNDETERMINED, 0.0
     labels, probs = _model().predict(line, k=1)
