@@ -120,3 +120,13 @@ def test_urls_badges_and_code_do_not_count_as_words():
     lang, prob = detect_language(f"{badges}\n\n{german}\n\n```\nimport os\nprint(os.getcwd())\n```")
     assert lang == "de" and prob > 0.9
     assert detect_language("https://example.com/a/b")[0] != UNDETERMINED  # nothing but markup: read it as is
+
+
+def test_code_lines_do_not_dilute_the_language_of_a_technical_page():
+    page = ("Patterns used to bind names must be irrefutable, that is, they must guarantee that a name will be "
+            "extracted in all cases.\n\nlet x = Some(1);\nlet Some(y) = x;\n// error: refutable pattern\n"
+            "#[link(kind = \"dylib\")] extern \"C\" {}\nfn f(a: &mut i32) -> i32 { *a += 1; *a }\n")
+    lang, prob = detect_language(page)
+    assert lang == "en" and prob > 0.65
+    japanese = "東京は日本の首都であり、世界で最も人口の多い都市圏の一つです。多くの人々が毎日電車で通勤しています。"
+    assert detect_language(japanese + "\nSee the English documentation for details.\n")[0] == "ja"

@@ -83,3 +83,40 @@ def test_infer_format():
     assert infer_format(Path("a.parquet")) == "parquet"
     assert infer_format(Path("a.HTML")) == "html"
     assert infer_format(Path("notes")) == "text"
+
+
+def test_a_folder_of_prose_skips_styles_scripts_and_images_but_counts_them(tmp_path):
+    site = tmp_path / "site"
+    (site / "img").mkdir(parents=True)
+    (site / "index.html").write_text("<html><body><main><p>Welcome to the manual.</p></main></body></html>")
+    (site / "notes").write_text("plain text without an extension is a document")
+    (site / "theme.css").write_text(".hljs { color: #e6e1cf; }")
+    (site / "search.js").write_text("function search() { return 1; }")
+    (site / "img" / "diagram.svg").write_text("<svg><text>world</text></svg>")
+    items = _read(tmp_path, "site")
+    skipped = sorted(r.id for r in items if isinstance(r, Rejected) and r.rule == "not_a_document")
+    assert skipped == ["s/img/diagram.svg", "s/search.js", "s/theme.css"]
+    assert sorted(d["id"] for d in items if isinstance(d, dict)) == ["s/index.html", "s/notes"]
+    # a code source reads them: there a .js file is the data; an explicit format reads everything
+    code = [d["id"] for d in _read(tmp_path, "site", profile="code") if isinstance(d, dict)]
+    assert "s/search.js" in code and "s/theme.css" in code
+    assert all(isinstance(d, dict) for d in _read(tmp_path, "site", format="text"))
+    assert infer_format(site / "search.js") == "skip" and infer_format(site / "search.js", code=True) == "text"
+
+
+def test_validation_grows_to_a_minimum_of_text_within_the_share_a_domain_can_spare():
+    from scratchlm.config import config_from_dict
+    from scratchlm.data.prepare import _draw_validation
+
+    def draw(n_docs, chars, **data):
+        cfg = config_from_dict({"data": {"sources": [{"name": "a", "domain": "d", "path": "x"}], **data}})
+        survivors = {"d": [(f"a/{k}", chars, "u0") for k in range(n_docs)]}
+        ids, plan = _draw_validation(cfg, survivors)
+        return len(ids.get("u0", ())), plan["d"]
+
+    # 2% of 1000 docs is 20 docs of 100 chars = 2,000 chars: drawn on to 20,000 chars (200 docs = 20% > 10%: cap)
+    n, plan = draw(1000, 100, val_fraction=0.02, val_min_chars=20_000, val_max_share=0.1)
+    assert n == 100 and plan["held_out_chars"] == 10_000 and "noisy" in plan["note"]
+    n, plan = draw(1000, 1000, val_fraction=0.02, val_min_chars=20_000, val_max_share=0.1)
+    assert n == 20 and plan["note"] == ""  # 20 docs already hold 20,000 chars
+    assert draw(1000, 100, val_fraction=0.02, val_min_chars=0)[0] == 20

@@ -30,6 +30,10 @@ class SourceConfig:
     languages: list[str] | None = None  # overrides data.languages for this source
     profile: str | None = None  # prose | technical | code: filter set; default code for domain "code", prose otherwise
 
+    @property
+    def filter_profile(self) -> str:
+        return self.profile or ("code" if self.domain.strip().lower() == "code" else "prose")
+
 
 @dataclass
 class QualityOverrides:
@@ -52,6 +56,8 @@ class DataConfig:
     val_fraction: float = 0.02  # share of each domain held out for validation, drawn before anything else
     val_max_docs: int = 500  # cap per domain, so validation stays cheap on large corpora
     val_min_docs: int = 2  # a domain with fewer clean documents gets no validation split (reported)
+    val_min_chars: int = 20_000  # more documents are held out until a domain's validation text has this many ...
+    val_max_share: float = 0.1  # ... but never past this share of the domain's characters (per-domain losses on a few hundred tokens are noise)
     shard_docs: int = 50_000  # documents per output shard
     seed: int = 1234  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
     workers: int = 0  # processes for the per-shard steps; 0 uses every core
@@ -339,6 +345,8 @@ def validate(cfg: Config, where: str) -> None:
                f"source `{s.name}`: format must be one of {', '.join(FORMATS)}, got `{s.format}`")
         _check(s.weight > 0, where, f"source `{s.name}`: weight must be > 0")
     _check(0 <= d.val_fraction < 0.5, where, "`data.val_fraction` must be in [0, 0.5)")
+    _check(0 <= d.val_max_share < 0.5 and d.val_min_chars >= 0, where,
+           "`data.val_max_share` must be in [0, 0.5) and `data.val_min_chars` >= 0")
     for s in d.sources:
         _check(s.profile in (None, "prose", "technical", "code"), where,
                f"source `{s.name}`: profile must be prose, technical or code, got `{s.profile}`")

@@ -43,10 +43,6 @@ from .token_estimate import measure_ratio, model_params, sample_texts, size_verd
 from .units import Unit, plan_units
 
 
-def source_profile(src: SourceConfig) -> str:
-    return src.profile or ("code" if src.domain.strip().lower() == "code" else "prose")
-
-
 def _val_rank(doc_id: str, seed: int) -> int:
     return xxhash.xxh3_64_intdigest(doc_id.encode(), seed=seed)
 
@@ -54,7 +50,7 @@ def _val_rank(doc_id: str, seed: int) -> int:
 def prepare_data(cfg: Config, out: Path) -> dict:
     d = cfg.data
     sources = {s.name: s for s in d.sources}
-    profile = {name: source_profile(s) for name, s in sources.items()}
+    profile = {name: s.filter_profile for name, s in sources.items()}
     skip = set(d.skip)
 
     def prose(unit: Unit) -> bool:
@@ -168,19 +164,28 @@ def _draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str,
     d = cfg.data
     chosen: dict[str, set[str]] = defaultdict(set)  # unit name -> held-out doc ids
     plan = {}
-    unit_of = {}
     for domain in sorted({s.domain for s in d.sources}):
-        items = [(_val_rank(doc_id, d.seed), doc_id, unit) for doc_id, _, unit in survivors.get(domain, [])]
+        items = sorted((_val_rank(doc_id, d.seed), doc_id, chars, unit)
+                       for doc_id, chars, unit in survivors.get(domain, []))
         n = len(items)
         want = min(d.val_max_docs, max(d.val_min_docs, round(n * d.val_fraction)))
         if d.val_fraction == 0 or n < 2 * d.val_min_docs:
             want = 0  # too few documents: holding some out would leave training nearly empty
-        items.sort()
-        for _, doc_id, unit in items[:want]:
+        # A few short documents make a validation loss that moves with the sample, not the model: keep drawing in
+        # the same random order until the text is large enough, within the share the domain can spare.
+        held = sum(chars for _, _, chars, _ in items[:want])
+        spare = d.val_max_share * sum(chars for _, _, chars, _ in items)
+        while want and want < min(n - d.val_min_docs, d.val_max_docs) and held < d.val_min_chars \
+                and held + items[want][2] <= spare:
+            held += items[want][2]
+            want += 1
+        for _, doc_id, _, unit in items[:want]:
             chosen[unit].add(doc_id)
-            unit_of[doc_id] = unit
-        plan[domain] = {"clean_docs": n, "held_out": want,
-                        "note": "" if want else f"only {n} clean documents; no validation split for this domain"}
+        note = "" if want else f"only {n} clean documents; no validation split for this domain"
+        if want and held < d.val_min_chars:
+            note = (f"validation text is {held:,} characters (< val_min_chars {d.val_min_chars:,}): "
+                    f"its loss is noisy; add data to this domain")
+        plan[domain] = {"clean_docs": n, "held_out": want, "held_out_chars": held, "note": note}
     return chosen, plan
 
 

@@ -29,11 +29,29 @@ class Rejected:
     detail: str = ""
 
 
-def infer_format(path: Path) -> str:
+# What a folder of documentation or a saved website also holds: styles, scripts, images, fonts, archives. They
+# are not documents of a prose source, so a folder or glob without an explicit `format` skips them (each one is
+# counted in the ledger as `not_a_document`). A code source reads every file: there a .js file is the data.
+ASSET_EXTENSIONS = frozenset(
+    ".css .scss .less .js .mjs .cjs .map .svg .png .jpg .jpeg .gif .bmp .ico .webp .avif .tif .tiff .woff .woff2 "
+    ".ttf .otf .eot .pdf .zip .tar .tgz .bz2 .xz .7z .jar .whl .exe .dll .so .dylib .o .a .pyc .class .bin .mp3 "
+    ".mp4 .wav .ogg .webm .mov .avi .db .sqlite .lock".split())
+SKIP = "skip"  # the format of an asset file: not read, recorded as not_a_document
+
+
+def infer_format(path: Path, code: bool = False) -> str:
+    """The reader for a file from its extension (.gz/.zst looked through); SKIP for an asset of a prose source."""
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in (".gz", ".zst"):
         suffixes = suffixes[:-1]
-    return _EXT_FORMAT.get(suffixes[-1] if suffixes else "", "text")
+    ext = suffixes[-1] if suffixes else ""
+    if not code and ext in ASSET_EXTENSIONS:
+        return SKIP
+    return _EXT_FORMAT.get(ext, "text")
+
+
+def file_format(src: SourceConfig, path: Path) -> str:
+    return src.format or infer_format(path, code=src.filter_profile == "code")
 
 
 def source_files(src: SourceConfig, base: Path) -> list[Path]:
@@ -174,7 +192,10 @@ def read_file(path: Path, doc_id: str, fmt: str, text_field: str, start: int = 0
     except OSError as e:
         yield Rejected(doc_id, "unreadable", str(e))
         return
-    if fmt == "jsonl":
+    if fmt == SKIP:
+        yield Rejected(doc_id, "not_a_document", f"{path.suffix} files are styles, scripts, images or archives, "
+                       "not documents; set the source's `format` to read them anyway")
+    elif fmt == "jsonl":
         yield from read_jsonl_file(path, doc_id, text_field, start, end, first_line)
     elif fmt == "parquet":
         yield from read_parquet_file(path, doc_id, text_field)
@@ -191,7 +212,7 @@ def iter_source(src: SourceConfig, base: Path) -> Iterator[dict | Rejected]:
     root = root if root.is_dir() else None
     for path in files:
         rel = path.relative_to(root).as_posix() if root else path.name
-        for item in read_file(path, f"{src.name}/{rel}", src.format or infer_format(path), src.text_field):
+        for item in read_file(path, f"{src.name}/{rel}", file_format(src, path), src.text_field):
             if isinstance(item, dict):
                 item["source"], item["domain"] = src.name, src.domain
             yield item

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..config import Config, SourceConfig
 from ..ids import DigestCache, content_id
-from .readers import infer_format, source_files
+from .readers import file_format, source_files
 
 MAX_FILES_PER_UNIT = 2000  # keeps a unit's description (and the task sent to a worker) small
 _SCAN_BLOCK = 1 << 22
@@ -81,7 +81,7 @@ def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_byt
     sizes = [0]
     for path in files:
         rel = path.relative_to(root).as_posix() if root else path.name
-        fmt = src.format or infer_format(path)
+        fmt = file_format(src, path)
         size = path.stat().st_size
         base = UnitFile(str(path), f"{src.name}/{rel}", fmt)
         plain_jsonl = fmt == "jsonl" and not path.name.lower().endswith((".gz", ".zst"))
@@ -97,7 +97,9 @@ def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_byt
             sizes.append(0)
         groups[-1].append(base)
         sizes[-1] += size
-    reader = {"name": src.name, "domain": src.domain, "format": src.format, "text_field": src.text_field}
+    # the profile decides which files of a folder are read (assets are skipped unless the source is code)
+    reader = {"name": src.name, "domain": src.domain, "format": src.format, "text_field": src.text_field,
+              "profile": src.filter_profile}
     units = []
     for files_, size in zip(groups, sizes):
         if not files_:

@@ -39,10 +39,25 @@ def _model():
     return fasttext.load_model(str(model_path()))
 
 
+def _prose_lines(text: str) -> str:
+    """The lines that are mostly letters and spaces: code, tables and numbers in a technical document carry no
+    language, and a page that is half code example otherwise scores p=0.5 for the language it is written in."""
+    kept = []
+    for line in _NOT_LANGUAGE.sub(" ", text).split("\n"):
+        letters = sum(c.isalpha() or c.isspace() for c in line)
+        # characters, not words: Chinese and Japanese lines have no spaces between words
+        if len(line.strip()) >= 12 and letters >= PROSE_LINE_LETTERS * len(line):
+            kept.append(line)
+    return " ".join(" ".join(kept).split())
+
+
+PROSE_LINE_LETTERS = 0.85  # share of letters and spaces that makes a line prose; punctuation of a sentence fits
+
+
 def detect_language(text: str) -> tuple[str, float]:
     """(ISO 639 code such as "en", "de", "ja", probability). ("und", 0.0) for text without words."""
     # fastText predicts one line at a time and rejects "\n"; it also tokenizes on whitespace anyway.
-    line = " ".join(_NOT_LANGUAGE.sub(" ", text).split()) or " ".join(text.split())
+    line = _prose_lines(text) or " ".join(_NOT_LANGUAGE.sub(" ", text).split()) or " ".join(text.split())
     if not line:
         return UNDETERMINED, 0.0
     labels, probs = _model().predict(line, k=1)
