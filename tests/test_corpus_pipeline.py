@@ -241,3 +241,25 @@ def test_per_source_languages_override_the_default(tmp_path):
     _, stats = _prepare(cfg)
     lang = stats["sources"]["de"]["steps"]["language"]
     assert lang["docs_out"] == 1 and lang["dropped"] == {"language": 1} and lang["notes"]["language_out"] == {"de": 1}
+
+
+def test_a_step_that_eats_most_of_a_source_is_a_warning_with_the_fix():
+    from scratchlm.data.prepare_stats import filter_warnings
+
+    def step(chars_in, chars_out, **extra):
+        return {"docs_in": 10, "docs_out": 1, "chars_in": chars_in, "chars_out": chars_out, **extra}
+
+    manifest = {"sources": {
+        "nl": {"profile": "prose", "steps": {
+            "read": step(1000, 1000),
+            "language": step(1000, 100, dropped={"language": 9}, notes={"language_in": {"nl": 9, "en": 1}})}},
+        "manual": {"profile": "prose", "steps": {
+            "quality": step(1000, 300, dropped={"c4_curly_braces": 4}, removed={"c4_line": {"pieces": 80}}),
+            "split": step(300, 30)}},
+        "code": {"profile": "code", "steps": {"language": {"skipped": "not run on code sources"},
+                                              "quality": step(1000, 600)}}}}
+    warnings = filter_warnings(manifest, {"nl": ["en"], "manual": ["en"], "code": ["en"]})
+    assert len(warnings) == 2  # the validation split and steps under half are not warnings
+    assert "source `nl`: the language step removed 90%" in warnings[0] and "nl 9, en 1" in warnings[0]
+    assert "set `languages`" in warnings[0]
+    assert "c4_line (80), c4_curly_braces (4)" in warnings[1] and 'profile = "technical"' in warnings[1]

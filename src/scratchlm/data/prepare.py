@@ -36,7 +36,7 @@ from . import prepare_steps as S
 from .dedup_step import dedup_corpus
 from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
-from .prepare_stats import READ_RULES, summarize
+from .prepare_stats import READ_RULES, filter_warnings, summarize
 from .quality_config import profile_config
 from .step_runner import StepRunner
 from .token_estimate import measure_ratio, model_params, sample_texts, size_verdict
@@ -104,11 +104,15 @@ def prepare_data(cfg: Config, out: Path) -> dict:
                                             if u.name in run.outputs[s]}} for u in units}
     train_tokens = round(sum(s["train"]["tokens_estimated"] for s in manifest["sources"].values()))
     manifest["verdict"] = size_verdict(train_tokens, model_params(cfg), "estimated from the sample ratio")
+    manifest["warnings"] = filter_warnings(manifest, {s.name: s.languages if s.languages is not None else d.languages
+                                                      for s in d.sources})
     write_json(out / "stats.json", manifest)
     total_in = sum(s["docs_in"] for s in manifest["sources"].values())
     total_kept = sum(s["docs_kept"] for s in manifest["sources"].values())
     log(f"data: {total_in} documents in, {total_kept} kept, "
         f"{sum(v['docs'] for v in val_summary.values())} held out for validation")
+    for warning in manifest["warnings"]:
+        log(f"data: warning: {warning}")
     log(f"data: corpus size {manifest['verdict']['level']}: {manifest['verdict']['message']}")
     return manifest
 

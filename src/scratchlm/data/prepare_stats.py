@@ -93,3 +93,34 @@ def summarize(run: StepRunner, cfg: Config, profile: dict[str, str], tokens: dic
         dom["steps"] = {k: _plain(v) for k, v in dom["steps"].items()}
     return {"steps": steps, "sources": sources, "domains": domains, "dedup": dedup, "tokens": tokens,
             "cache": {step: n for step, n in run.cached.items() if step not in run.observers}}
+
+
+HEAVY_LOSS = 0.5  # one step removing more than this share of a source's characters deserves a look
+
+
+def filter_warnings(manifest: dict, wanted_languages: dict[str, list[str]]) -> list[str]:
+    """One warning per (source, step) that removed more than HEAVY_LOSS of the characters it was given, with the
+    rules that did it and the likely fix. A filter set for the wrong kind of text (web-crawl rules on manuals,
+    English-only on a Dutch source) silently turns a corpus into a fraction of itself; this makes it loud."""
+    out = []
+    for name, src in manifest["sources"].items():
+        for step, st in src["steps"].items():
+            if "skipped" in st or step == "split" or not st.get("chars_in"):
+                continue
+            lost = 1 - st["chars_out"] / st["chars_in"]
+            if lost <= HEAVY_LOSS:
+                continue
+            rules = Counter(st.get("dropped", {}))
+            rules.update({r: v["pieces"] for r, v in st.get("removed", {}).items()})
+            top = ", ".join(f"{r} ({n})" for r, n in rules.most_common(3))
+            hint = f"read what went: `scratchlm data rejected -c CONFIG --source {name} --sample 5`"
+            if step == "language":
+                found = Counter(st.get("notes", {}).get("language_in", {}))
+                langs = ", ".join(f"{k} {v}" for k, v in found.most_common(3))
+                hint = (f"detected languages (documents): {langs}; the source keeps {wanted_languages[name] or 'all'}:"
+                        f" set `languages` on the source or `data.languages`")
+            elif step == "quality" and src["profile"] == "prose":
+                hint += "; for documentation, READMEs or tickets try `profile = \"technical\"` on the source"
+            out.append(f"source `{name}`: the {step} step removed {lost:.0%} of its characters "
+                       f"({st['chars_in']:,} -> {st['chars_out']:,}; top rules: {top}); {hint}")
+    return out

@@ -66,6 +66,7 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table) -
     else:
         verdict = data["verdict"]
     md += [f"**Corpus size: {verdict['level']}.** {verdict['message']}.", ""]
+    md += [f"**Warning:** {w}" for w in data.get("warnings", [])] + ([""] if data.get("warnings") else [])
     est = data["tokens"]
     ratios = ", ".join(f"{k} {v:.3f}" for k, v in est["ratio"].items())
     md.append(f"Token counts per step: {'the real tokens/char of each source in the tokenized shards' if real else 'estimated'}"
