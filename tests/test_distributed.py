@@ -1,4 +1,5 @@
-"""2 gloo ranks on CPU with DDP match 1 rank with the same global batch (torchrun); FSDP2 runs (smoke test)."""
+"""2 gloo ranks on CPU match 1 rank with the same global batch (torchrun): DDP bit for bit, FSDP2 within the drift
+that float summation order alone causes."""
 import pytest
 
 from scratchlm.config import load_config
@@ -32,9 +33,13 @@ def test_two_gloo_ranks_match_one_rank_with_the_same_global_batch(prepared):
     fsdp.write_text(path.read_text().replace("[train]\n", "[train]\nfsdp = true\n", 1))
     sharded = train(fsdp, "--force", prefix=TORCHRUN)
     assert sharded.returncode == 0, sharded.stderr[-3000:]
-    # FSDP2 is only smoke-tested: on CPU/gloo its losses drift from the 1-rank run by a timing-dependent amount
-    # (1e-5 to 1.4e-2 nats over 60 steps, differing run to run; cause not found), so no agreement is asserted.
+    # FSDP2 reduce-scatters gradients in another float order than local accumulation (step 1's grad norm differs
+    # by 6e-8), and training amplifies any such difference: the 1-rank run itself, with the same global batch as
+    # one micro-batch of 16 instead of 2 x 8, drifts by 5e-3 nats at step 20 and 4e-2 by step 45. So: equal over
+    # the first 10 steps, and within the drift that summation order alone causes after that (measured 1.0e-2).
     sharded_losses = losses(plan_artifacts(load_config(fsdp))["train"].dir)
     assert [s for s, _, _ in sharded_losses] == [s for s, _, _ in one_rank]
-    assert sharded_losses[-1][1] < sharded_losses[0][1] - 0.5
+    for (step, a, ga), (_, b, gb) in zip(one_rank, sharded_losses):
+        assert abs(a - b) < (1e-4 if step <= 10 else 0.1), (step, a, b)
+        assert step > 10 or abs(ga - gb) < 1e-3 * max(1.0, ga)
 
