@@ -39,19 +39,20 @@ def _model():
     return fasttext.load_model(str(model_path()))
 
 
+PROSE_LINE_LETTERS = 0.85  # share of letters and spaces that makes a line prose; punctuation of a sentence fits
+_LETTER_OR_SPACE = re.compile(r"[^\W\d_]|\s")  # \w without digits and underscore: letters of any script
+
+
 def _prose_lines(text: str) -> str:
     """The lines that are mostly letters and spaces: code, tables and numbers in a technical document carry no
     language, and a page that is half code example otherwise scores p=0.5 for the language it is written in."""
     kept = []
     for line in _NOT_LANGUAGE.sub(" ", text).split("\n"):
-        letters = sum(c.isalpha() or c.isspace() for c in line)
+        letters = len(_LETTER_OR_SPACE.findall(line))
         # characters, not words: Chinese and Japanese lines have no spaces between words
         if len(line.strip()) >= 12 and letters >= PROSE_LINE_LETTERS * len(line):
             kept.append(line)
     return " ".join(" ".join(kept).split())
-
-
-PROSE_LINE_LETTERS = 0.85  # share of letters and spaces that makes a line prose; punctuation of a sentence fits
 
 
 def detect_language(text: str) -> tuple[str, float]:
