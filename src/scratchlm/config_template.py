@@ -80,7 +80,7 @@ def _eval_set_example() -> list[str]:
 
 
 EXAMPLE_SOURCES = [
-    {"name": "docs", "domain": "docs", "path": "data/docs/", "format": "text", "weight": 1.0},
+    {"name": "docs", "domain": "docs", "path": "data/docs/", "format": "text", "weight": 1.0, "profile": "technical"},
     {"name": "forum", "domain": "forum", "path": "data/forum/*.jsonl.zst", "text_field": "text", "weight": 1.0},
 ]
 
