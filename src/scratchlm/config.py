@@ -347,9 +347,12 @@ def validate(cfg: Config, where: str) -> None:
     _check(0 <= d.val_fraction < 0.5, where, "`data.val_fraction` must be in [0, 0.5)")
     _check(0 <= d.val_max_share < 0.5 and d.val_min_chars >= 0, where,
            "`data.val_max_share` must be in [0, 0.5) and `data.val_min_chars` >= 0")
+    from .data.quality_config import PROFILES, check_overrides
+
+    *first, last = PROFILES
     for s in d.sources:
-        _check(s.profile in (None, "prose", "technical", "code"), where,
-               f"source `{s.name}`: profile must be prose, technical or code, got `{s.profile}`")
+        _check(s.profile is None or s.profile in PROFILES, where,
+               f"source `{s.name}`: profile must be {', '.join(first)} or {last}, got `{s.profile}`")
     for step in d.skip:
         close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"
@@ -357,8 +360,6 @@ def validate(cfg: Config, where: str) -> None:
     _check(d.workers >= 0 and d.unit_mb > 0, where, "`data.workers` must be >= 0 and `data.unit_mb` > 0")
     for key in ("fuzzy_threshold", "promo_threshold", "language_min_score"):
         _check(0 < getattr(d, key) <= 1, where, f"`data.{key}` must be in (0, 1], got {getattr(d, key)}")
-    from .data.quality_config import check_overrides
-
     check_overrides(d.quality, where)
     _check(m.head_dim is not None or m.d_model % m.n_head == 0, where,
            f"`model.d_model` ({m.d_model}) must be divisible by `model.n_head` ({m.n_head}), or set `model.head_dim`")

@@ -51,6 +51,8 @@ def prepare_data(cfg: Config, out: Path) -> dict:
     d = cfg.data
     sources = {s.name: s for s in d.sources}
     profile = {name: s.filter_profile for name, s in sources.items()}
+    keep_languages = {name: tuple(s.languages if s.languages is not None else d.languages)
+                      for name, s in sources.items()}
     skip = set(d.skip)
 
     def prose(unit: Unit) -> bool:
@@ -74,8 +76,7 @@ def prepare_data(cfg: Config, out: Path) -> dict:
                   applies=enabled("repeated_lines", prose))
 
         run.local("language", S.language_doc, S.LanguageSettings(d.language_min_score, d.min_chars),
-                  state=lambda u: tuple(sources[u.source].languages if sources[u.source].languages is not None
-                                        else d.languages),
+                  state=lambda u: keep_languages[u.source],
                   applies=enabled("language", prose))
         run.local("quality", S.quality_doc, d.min_chars,
                   state=lambda u: profile_config(profile[u.source], getattr(d.quality, profile[u.source])),
@@ -104,8 +105,7 @@ def prepare_data(cfg: Config, out: Path) -> dict:
                                             if u.name in run.outputs[s]}} for u in units}
     train_tokens = round(sum(s["train"]["tokens_estimated"] for s in manifest["sources"].values()))
     manifest["verdict"] = size_verdict(train_tokens, model_params(cfg), "estimated from the sample ratio")
-    manifest["warnings"] = filter_warnings(manifest, {s.name: s.languages if s.languages is not None else d.languages
-                                                      for s in d.sources})
+    manifest["warnings"] = filter_warnings(manifest, keep_languages)
     write_json(out / "stats.json", manifest)
     total_in = sum(s["docs_in"] for s in manifest["sources"].values())
     total_kept = sum(s["docs_kept"] for s in manifest["sources"].values())

@@ -98,7 +98,7 @@ def summarize(run: StepRunner, cfg: Config, profile: dict[str, str], tokens: dic
 HEAVY_LOSS = 0.5  # one step removing more than this share of a source's characters deserves a look
 
 
-def filter_warnings(manifest: dict, wanted_languages: dict[str, list[str]]) -> list[str]:
+def filter_warnings(manifest: dict, wanted_languages: dict[str, tuple[str, ...]]) -> list[str]:
     """One warning per (source, step) that removed more than HEAVY_LOSS of the characters it was given, with the
     rules that did it and the likely fix. A filter set for the wrong kind of text (web-crawl rules on manuals,
     English-only on a Dutch source) silently turns a corpus into a fraction of itself; this makes it loud."""
@@ -117,7 +117,7 @@ def filter_warnings(manifest: dict, wanted_languages: dict[str, list[str]]) -> l
             if step == "language":
                 found = Counter(st.get("notes", {}).get("language_in", {}))
                 langs = ", ".join(f"{k} {v}" for k, v in found.most_common(3))
-                hint = (f"detected languages (documents): {langs}; the source keeps {wanted_languages[name] or 'all'}:"
+                hint = (f"detected languages (documents): {langs}; the source keeps {list(wanted_languages[name]) or 'all'}:"
                         f" set `languages` on the source or `data.languages`")
             elif step == "quality" and src["profile"] == "prose":
                 hint += "; for documentation, READMEs or tickets try `profile = \"technical\"` on the source"
