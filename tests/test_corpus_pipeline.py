@@ -196,7 +196,10 @@ def test_audit_commands(prepared):
     text = rejected(out, "language", None, 5)
     assert text.startswith("1 records for rule `language`") and "web/web.jsonl:15" in text and "de" in text
     trace = explain(out, "web/web.jsonl:14")
-    assert "near_duplicate" in trace and "language        kept" in trace
+    assert "read            kept" in trace and "dedup           dropped: near_duplicate" in trace
+    assert "language" not in trace  # copies go before any filter sees them
+    trace = explain(out, "web/web.jsonl:15")
+    assert "dedup           kept" in trace and "language        dropped: language" in trace
     with pytest.raises(UserError, match="no ledger record with rule `nope`"):
         rejected(out, "nope", None, 5)
 

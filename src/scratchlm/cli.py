@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = data.add_parser("explain", help="follow one document through every prepare step")
     _config_arg(p)
     p.add_argument("doc_id", help="e.g. web/web.jsonl:17")
+    from .data.audit_commands import add_parser as add_audit_parser
+
+    add_audit_parser(data)
 
     tok = sub.add_parser("tokenizer", help="tokenizer stages").add_subparsers(dest="verb", required=True)
     for verb, text in (("train", "train the BPE tokenizer"), ("encode", "tokenize the corpus into shards")):
@@ -181,6 +184,10 @@ def dispatch(args: argparse.Namespace) -> int:
             raise UserError("scratchlm report needs -c CONFIG or a RUN_DIR (a train/<id> directory or a workdir)")
         run_dir = Path(args.run_dir)
         print(write_dashboard(resolve_train_dir(run_dir), run_dir))
+    elif args.command == "data" and args.verb == "audit":
+        from .data.audit_commands import run_audit_command
+
+        return run_audit_command(args)
     elif args.command == "data" and args.verb in ("decontaminate", "contamination", "trace"):
         from .data.guard_commands import run_guard_command
 

@@ -29,6 +29,9 @@ class SourceConfig:
     weight: float = 1.0  # share of training tokens (normalized over sources)
     languages: list[str] | None = None  # overrides data.languages for this source
     profile: str | None = None  # prose | technical | code: filter set; default code for domain "code", prose otherwise
+    skip_rules: list[str] = field(default_factory=list)  # ledger rules switched off for this source, e.g. ["repeated_line"]
+    # per-language overrides of the language-dependent rules for this source, e.g. {de = {max_mean_word_len = 18}}
+    language_rules: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def filter_profile(self) -> str:
@@ -69,9 +72,12 @@ class DataConfig:
     repeated_line_min_share: float = 0.01  # ... and in this share of them is template, removed (not on code)
     promo_threshold: float = 0.5  # promotional/spam score (0-1) at or above which a document is dropped
     fuzzy_threshold: float = 0.8  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
+    containment_threshold: float = 0.8  # share of a document's word 5-grams inside a longer one that makes it a copy
     min_paragraph_words: int = 10  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
     token_sample_chars: int = 2_000_000  # sample for the tokens/char estimate before the tokenizer exists
     quality: QualityOverrides = field(default_factory=QualityOverrides)
+    # per-language overrides of stop words and thresholds for every source: [data.language_rules.de] stop_words = [...]
+    language_rules: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 @dataclass
 class TokenizerConfig:
@@ -353,12 +359,28 @@ def validate(cfg: Config, where: str) -> None:
     for s in d.sources:
         _check(s.profile is None or s.profile in PROFILES, where,
                f"source `{s.name}`: profile must be {', '.join(first)} or {last}, got `{s.profile}`")
+    from .data.clean.language_rules import rules_for
+    from .data.rules import is_rule, rule_names
+
+    for s in d.sources:
+        for rule in s.skip_rules:
+            close = difflib.get_close_matches(rule, rule_names(), n=1)
+            _check(is_rule(rule), where, f"source `{s.name}`: unknown rule `{rule}` in `skip_rules`"
+                   + (f"; did you mean `{close[0]}`?" if close else "; see `scratchlm data rejected` for rule names"))
+    tables = [("[data.language_rules]", d.language_rules)]
+    tables += [(f"source `{s.name}` language_rules", s.language_rules) for s in d.sources]
+    for label, table in tables:
+        for lang, overrides in table.items():
+            try:
+                rules_for(lang, overrides)
+            except UserError as e:
+                raise UserError(f"{where}: {label}: {e}") from None
     for step in d.skip:
         close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"
                + (f"; did you mean `{close[0]}`?" if close else f"; steps: {', '.join(PREPARE_STEPS)}"))
     _check(d.workers >= 0 and d.unit_mb > 0, where, "`data.workers` must be >= 0 and `data.unit_mb` > 0")
-    for key in ("fuzzy_threshold", "promo_threshold", "language_min_score"):
+    for key in ("fuzzy_threshold", "containment_threshold", "promo_threshold", "language_min_score"):
         _check(0 < getattr(d, key) <= 1, where, f"`data.{key}` must be in (0, 1], got {getattr(d, key)}")
     check_overrides(d.quality, where)
     _check(m.head_dim is not None or m.d_model % m.n_head == 0, where,

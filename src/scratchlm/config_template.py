@@ -43,7 +43,7 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         comments = _comments(cls)
         lines.append(f"[{name}]")
         for f in dataclasses.fields(cls):
-            if f.name in ("sources", "tasks", "sets", "quality"):  # arrays of tables / nested tables are rendered apart
+            if f.name in ("sources", "tasks", "sets", "quality", "language_rules"):  # tables are rendered apart
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             value = overrides.get(name, {}).get(f.name, default)
@@ -57,8 +57,11 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
             from .data.quality_config import template_lines
 
             lines += template_lines(overrides.get("data", {}).get("quality"))
+            lines += _language_rules_example()
     src_comments = _comments(C.SourceConfig)
-    lines.append("# One table per source. name, domain and path are required.")
+    lines += ["# One table per source. name, domain and path are required. Also per source: languages, profile,",
+              '# skip_rules = ["repeated_line"] (switch ledger rules off for this source; `scratchlm data audit`',
+              "# measures which ones are wrong), and [data.sources.language_rules.<lang>] like the table above."]
     for s in sources:
         lines.append("[[data.sources]]")
         for key, value in s.items():
@@ -67,6 +70,16 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         lines.append("")
     lines += _eval_set_example()
     return "\n".join(lines)
+
+
+def _language_rules_example() -> list[str]:
+    return ["# Per-language rules: stop words, word-length bounds, alphabetic share and sentence punctuation are read",
+            "# in each document's detected language, from FineWeb-2's per-language configs (data/clean/",
+            "# language_rules.json, 173 languages); a language without a stop-word list has that rule off. Override",
+            "# one language for every source (false switches a rule off):",
+            "# [data.language_rules.de]",
+            '# stop_words = ["der", "die", "und", "in", "den"]',
+            "# max_mean_word_len = 18", ""]
 
 
 def _eval_set_example() -> list[str]:

@@ -1,8 +1,9 @@
-"""The corpus-wide dedup step: exact (normalized hash), fuzzy (MinHash + LSH) and paragraph-level, across
-every source, in input order (the first occurrence is kept, so an earlier source wins).
+"""The corpus-wide dedup steps, across every source, in input order (the first occurrence is kept, so an earlier
+source wins): whole documents (exact hash, MinHash near duplicates, containment) right after reading, and
+paragraphs (plus the skeletons cuts leave behind) after the filters.
 
-It only decides; the per-unit `dedup` step applies the decisions in parallel and records them in the
-ledger. Decisions go to one small file per unit, keyed by everything upstream, so a rerun with the same
+They only decide; the per-unit `dedup` and `paragraphs` steps apply the decisions in parallel and record them
+in the ledger. Decisions go to one small file per unit, keyed by everything upstream, so a rerun with the same
 upstream outputs reuses them without reading the corpus again.
 """
 from __future__ import annotations
@@ -42,52 +43,67 @@ def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dic
                           "excerpt": excerpts.get(kept, "")} for kept, m in largest]}
 
 
-def dedup_corpus(run: StepRunner, d: DataConfig, cache: Path,
-                 paragraph_units: set[str]) -> tuple[dict[str, str], dict, dict]:
-    """(unit name -> decisions file, dedup report, domain -> [(doc id, kept chars, unit name)] of the survivors).
-    Duplicate paragraphs are cut only from documents of `paragraph_units` (prose, not code)."""
-    settings = {"skip": sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup", "paragraph_dedup"}),
-                "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_words": d.min_paragraph_words,
-                "min_chars": d.min_chars, "paragraph_units": sorted(paragraph_units), "version": 1}
-    key = content_id("dedup", [run.keys[u.name] for u in run.units], settings)
-    out = cache / "dedup" / key
-    files = {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}
+def _cached(out: Path, decide) -> tuple[dict, dict]:
+    """Run `decide(tmp_dir) -> (report, survivors)` unless its result for this key is already on disk."""
     if (out / "report.json").exists():
         saved = read_json(out / "report.json")
-        return files, saved["report"], saved["survivors"]
-    tmp = out.with_name(f".{key}.tmp{os.getpid()}")
+        return saved["report"], saved["survivors"]
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    report, survivors = _decide(run, d, settings["skip"], paragraph_units, tmp)
+    report, survivors = decide(tmp)
     write_json(tmp / "report.json", {"report": report, "survivors": survivors})
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
-    return files, report, survivors
+    return report, survivors
 
 
-def _decide(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: set[str],
-            out: Path) -> tuple[dict, dict]:
-    exact = fuzzy = paragraphs = None
-    if "exact_dedup" not in skip:
-        from .dedup import ExactDeduper
+def _writers(run: StepRunner, out: Path) -> dict[str, ShardWriter]:
+    return {u.name: ShardWriter(out, u.name, per_shard=1 << 62, level=1) for u in run.units}
 
-        exact = ExactDeduper()
-    if "fuzzy_dedup" not in skip:
-        from .dedup import FuzzyDeduper, MinHashConfig
 
-        fuzzy = FuzzyDeduper(MinHashConfig(threshold=d.fuzzy_threshold))
-    if "paragraph_dedup" not in skip:
-        from .dedup import ParagraphDedupConfig, ParagraphDeduper
+def _close(writers: dict[str, ShardWriter], out: Path) -> None:
+    for w in writers.values():
+        w.close()
+    for name in writers:  # a unit without decisions has no file
+        if (path := out / f"{name}-00000.jsonl.zst").exists():
+            path.rename(out / f"{name}.jsonl.zst")
 
-        paragraphs = ParagraphDeduper(ParagraphDedupConfig(min_words=d.min_paragraph_words,
-                                                           threshold=d.fuzzy_threshold))
+
+def document_duplicates(run: StepRunner, d: DataConfig, cache: Path) -> tuple[dict[str, str], dict]:
+    """(unit name -> decisions file, report) for whole documents: exact, near (MinHash) and partial copies
+    (containment), decided on the text as read, across every source, before any rule counts lines across
+    documents or cuts per source (a page copied five times keeps one copy; the same page in two sources is one
+    page)."""
+    skip = sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup"})
+    settings = {"skip": skip, "fuzzy_threshold": d.fuzzy_threshold, "containment": d.containment_threshold,
+                "version": 2}
+    out = cache / "dedup" / content_id("document_dedup", [run.keys[u.name] for u in run.units], settings)
+    report, _ = _cached(out, lambda tmp: (_decide_documents(run, d, skip, tmp), {}))
+    return {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}, report
+
+
+def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path) -> dict:
+    from .dedup import ContainmentConfig, ContainmentFinder, ExactDeduper, FuzzyDeduper, MinHashConfig
+
+    exact = ExactDeduper() if "exact_dedup" not in skip else None
+    fuzzy = FuzzyDeduper(MinHashConfig(threshold=d.fuzzy_threshold)) if "fuzzy_dedup" not in skip else None
+    contained = ContainmentFinder(ContainmentConfig(threshold=d.containment_threshold)) \
+        if "fuzzy_dedup" not in skip else None
     exact_of: dict[str, tuple[str, float | None]] = {}
     excerpts: dict[str, str] = {}
     total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
 
-    # Pass 1: exact duplicates out, survivors into the MinHash index.
     ids, texts = [], []
-    for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: exact + minhash", unit="doc"):
+
+    def flush() -> None:
+        if ids:
+            fuzzy.add_batch(ids, texts)
+            contained.add_batch(ids, texts)
+            ids.clear()
+            texts.clear()
+
+    for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: exact, minhash, containment", unit="doc"):
         if exact is not None and (kept := exact.check(doc["id"], doc["text"])) is not None:
             exact_of[doc["id"]] = (kept, None)
             excerpts.setdefault(kept, doc["text"][:160])
@@ -96,30 +112,68 @@ def _decide(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: se
             ids.append(doc["id"])
             texts.append(doc["text"])
             if len(ids) >= BATCH:
-                fuzzy.add_batch(ids, texts)
-                ids, texts = [], []
-    if fuzzy is not None and ids:
-        fuzzy.add_batch(ids, texts)
+                flush()
+    if fuzzy is not None:
+        flush()
     near_of = dict(fuzzy.duplicates()) if fuzzy is not None else {}
+    part_of = contained.contained(set(near_of)) if contained is not None else {}
 
-    # Pass 2: paragraph dedup over the documents that survive both, and the decisions per unit.
-    para_stats = Counter()
-    survivors: dict[str, list] = defaultdict(list)
-    writers = {u.name: ShardWriter(out, u.name, per_shard=1 << 62, level=1) for u in run.units}
-    near_kept = {kept for kept, _ in near_of.values()}
-    for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraphs", unit="doc"):
-        doc_id, decision = doc["id"], None
-        if doc_id in near_kept:
-            excerpts[doc_id] = doc["text"][:160]
+    writers = _writers(run, out)
+    wanted = set(exact_of) | set(near_of) | set(part_of) | {k for k, _ in near_of.values()} \
+        | {k for k, _ in part_of.values()}
+    for unit, doc in run.iter_docs():
+        doc_id = doc["id"]
+        if doc_id not in wanted:
+            continue
+        excerpts.setdefault(doc_id, doc["text"][:160])
         if doc_id in exact_of:
-            kept = exact_of[doc_id][0]
-            decision = {"action": "drop", "rule": "exact_duplicate", "detail": f"same normalized text as {kept}"}
+            decision = {"rule": "exact_duplicate", "detail": f"same normalized text as {exact_of[doc_id][0]}"}
         elif doc_id in near_of:
             kept, jaccard = near_of[doc_id]
-            decision = {"action": "drop", "rule": "near_duplicate", "score": round(float(jaccard), 4),
+            decision = {"rule": "near_duplicate", "score": round(float(jaccard), 4),
                         "detail": f"estimated Jaccard {float(jaccard):.2f} with {kept}"}
-        elif paragraphs is not None and unit.name in paragraph_units:
-            text, removed = paragraphs.process(doc_id, doc["text"])
+        elif doc_id in part_of:
+            kept, share = part_of[doc_id]
+            decision = {"rule": "contained_duplicate", "score": round(share, 4),
+                        "detail": f"{share:.0%} of its word 5-grams are in the longer {kept}"}
+        else:
+            continue
+        writers[unit.name].write({"id": doc_id, "action": "drop", **decision})
+    _close(writers, out)
+    log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies")
+    return {"exact": _cluster_summary(exact_of, excerpts), "fuzzy": _cluster_summary(near_of, excerpts),
+            "contained": _cluster_summary(part_of, excerpts), "skipped": skip}
+
+
+def paragraph_duplicates(run: StepRunner, d: DataConfig, cache: Path,
+                         paragraph_units: set[str]) -> tuple[dict[str, str], dict, dict]:
+    """(unit name -> decisions file, report, domain -> [(doc id, kept chars, unit name)] of the survivors).
+    Duplicate paragraphs are cut only from documents of `paragraph_units` (prose, not code); a document that
+    cuts leave as a skeleton (too short, or mostly headings) is dropped with the rule `skeleton`."""
+    skip = sorted(set(d.skip) & {"paragraph_dedup"})
+    settings = {"skip": skip, "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_words": d.min_paragraph_words,
+                "min_chars": d.min_chars, "paragraph_units": sorted(paragraph_units), "version": 2}
+    out = cache / "dedup" / content_id("paragraph_dedup", [run.keys[u.name] for u in run.units], settings)
+    report, survivors = _cached(out, lambda tmp: _decide_paragraphs(run, d, skip, paragraph_units, tmp))
+    return {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}, report, survivors
+
+
+def _decide_paragraphs(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: set[str],
+                       out: Path) -> tuple[dict, dict]:
+    from .clean.structure import skeleton_reason, structural_paragraphs
+    from .dedup import ParagraphDedupConfig, ParagraphDeduper
+
+    paragraphs = None if skip else ParagraphDeduper(ParagraphDedupConfig(min_words=d.min_paragraph_words,
+                                                                         threshold=d.fuzzy_threshold))
+    para_stats = Counter()
+    skeletons = 0
+    survivors: dict[str, list] = defaultdict(list)
+    writers = _writers(run, out)
+    total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
+    for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraphs", unit="doc"):
+        doc_id, text, decision = doc["id"], doc["text"], None
+        if paragraphs is not None and unit.name in paragraph_units and "paragraph_duplicate" not in unit.skip_rules:
+            text, removed = paragraphs.process(doc_id, doc["text"], structural_paragraphs(doc["text"]))
             if removed:
                 pieces = _paragraph_texts(doc["text"], [r.index for r in removed])
                 para_stats["docs"] += 1
@@ -128,23 +182,17 @@ def _decide(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: se
                 kinds = Counter(r.kind for r in removed)
                 detail = (f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))} duplicate paragraphs of "
                           f"earlier documents, e.g. {removed[0].first_doc_id}")
-                if len(text) < d.min_chars:
-                    decision = {"action": "drop", "rule": "paragraph_duplicate_doc",
-                                "detail": f"{detail}; {len(text)} chars left"}
-                else:
-                    decision = {"action": "cut", "text": text, "removed": pieces, "detail": detail}
-        if decision is None or decision["action"] == "cut":
-            survivors[unit.domain].append((doc_id, len(decision["text"]) if decision else len(doc["text"]),
-                                            unit.name))
+                decision = {"action": "cut", "text": text, "removed": pieces, "detail": detail}
+        why = None if "skeleton" in unit.skip_rules or unit.name not in paragraph_units \
+            else skeleton_reason(text, doc.get("chars_read", len(doc["text"])), d.min_chars)
+        if why:
+            decision = {"action": "drop", "rule": "skeleton", "detail": why}
+            skeletons += 1
+        else:
+            survivors[unit.domain].append((doc_id, len(text), unit.name))
         if decision is not None:
             writers[unit.name].write({"id": doc_id, **decision})
-    for w in writers.values():
-        w.close()
-    for name in writers:  # a unit without decisions has no file
-        if (path := out / f"{name}-00000.jsonl.zst").exists():
-            path.rename(out / f"{name}.jsonl.zst")
-    report = {"exact": _cluster_summary(exact_of, excerpts), "fuzzy": _cluster_summary(near_of, excerpts),
-              "paragraph": dict(para_stats), "skipped": skip}
-    log(f"dedup: {len(exact_of)} exact and {len(near_of)} near duplicates, {para_stats['paragraphs']} duplicate "
-        f"paragraphs cut from {para_stats['docs']} documents")
-    return report, survivors
+    _close(writers, out)
+    log(f"dedup: {para_stats['paragraphs']} duplicate paragraphs cut from {para_stats['docs']} documents; "
+        f"{skeletons} documents left as skeletons dropped")
+    return {"paragraph": dict(para_stats), "skeletons": skeletons, "skipped": skip}, survivors

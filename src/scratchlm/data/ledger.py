@@ -11,6 +11,7 @@ from pathlib import Path
 from .jsonl import ShardWriter
 
 EXCERPT_CHARS = 160
+CONTEXT_CHARS = 1200
 
 
 class Ledger:
@@ -19,12 +20,14 @@ class Ledger:
         self.counts: dict[str, Counter] = defaultdict(Counter)  # source -> rule -> docs
 
     def reject(self, *, source: str, doc_id: str, stage: str, rule: str, detail: str = "",
-               text: str = "", score: float | None = None, level: str = "document") -> None:
+               text: str = "", score: float | None = None, level: str = "document", context: str = "") -> None:
         self.counts[source][rule] += 1
         record = {"source": source, "id": doc_id, "stage": stage, "rule": rule, "detail": detail,
                   "excerpt": text[:EXCERPT_CHARS], "level": level}
         if score is not None:
             record["score"] = score
+        if context:  # a cut line or paragraph with its neighbours, for `scratchlm data audit`
+            record["context"] = context[:CONTEXT_CHARS]
         self.writer.write(record)
 
     def add(self, record: dict) -> None:

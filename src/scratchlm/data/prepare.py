@@ -5,19 +5,23 @@ unit in a process pool and are cached by the content ID of their inputs and sett
 global steps need the whole corpus and run in between:
 
   read            readers, Unicode normalization, length bounds                         local
-  boilerplate     cookie / nav / footer / share lines (not on code)                     local
+  dedup           exact, near (MinHash LSH) and partial (containment) copies of whole   global -> local
+                  documents, corpus-wide, on the text as read
+  boilerplate     page chrome: cookie / nav / footer / share lines (not on code)        local
   line_counts     per-source line document counts                                       local, observes
-  repeated_lines  lines in many documents of one source removed (not on code)           global -> local
-  language        fastText language ID per document and paragraph (not on code)         local
-  quality         Gopher / C4 / FineWeb rules, or the code-file rules, per profile      local
+  repeated_lines  chrome lines found in many documents of one source (not on code)     global -> local
+  language        fastText language ID per prose unit (not on code)                     local
+  quality         Gopher / C4 / FineWeb rules in the document's language, or the        local
+                  code-file rules, per profile
   promo           promotional / spam / templated-text score (not on code)               local
-  dedup           exact and near (MinHash LSH) duplicates corpus-wide, and duplicate    global -> local
-                  paragraphs (not cut out of code: that would break the file)
+  paragraphs      duplicate paragraphs corpus-wide (not cut out of code: that would     global -> local
+                  break the file); documents cuts left as skeletons
   split           validation drawn per domain from the clean, deduplicated corpus       global -> local
 
 Order matters: the validation split is drawn from the *cleaned, deduplicated* corpus, so validation and
 training come from the same distribution and no validation document has a duplicate in training. A step
-named in `data.skip` passes its documents through unchanged.
+named in `data.skip` passes its documents through unchanged; a rule named in a source's `skip_rules` is not
+applied to that source. Line rules only ever cut page chrome or whole wrapped paragraphs (clean/structure.py).
 """
 from __future__ import annotations
 
@@ -33,11 +37,11 @@ from ..errors import UserError
 from ..ids import DigestCache, content_id, write_json
 from ..progress import log
 from . import prepare_steps as S
-from .dedup_step import dedup_corpus
+from .dedup_step import document_duplicates, paragraph_duplicates
 from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
 from .prepare_stats import READ_RULES, filter_warnings, summarize
-from .quality_config import profile_config
+from .quality_config import QualitySettings
 from .step_runner import StepRunner
 from .token_estimate import measure_ratio, model_params, sample_texts, size_verdict
 from .units import Unit, plan_units
@@ -67,6 +71,10 @@ def prepare_data(cfg: Config, out: Path) -> dict:
     try:
         run.local("read", S.read_doc, S.ReadSettings(d.normalization, d.min_chars, d.max_chars))
         _check_sources_readable(run, sources)
+        # Copies go first, decided on the text as read: rules that count lines across documents would
+        # otherwise see every line of a copied page as template and cut them all, in every copy.
+        doc_decisions, doc_report = run.timed("find_duplicates", document_duplicates, run, d, cache)
+        run.local("dedup", S.apply_dedup, state=lambda u: doc_decisions[u.name])
         run.local("boilerplate", S.boilerplate_doc, d.min_chars, applies=enabled("boilerplate", prose))
 
         run.local("line_counts", S.count_lines, applies=enabled("repeated_lines", prose),
@@ -79,13 +87,14 @@ def prepare_data(cfg: Config, out: Path) -> dict:
                   state=lambda u: keep_languages[u.source],
                   applies=enabled("language", prose))
         run.local("quality", S.quality_doc, d.min_chars,
-                  state=lambda u: profile_config(profile[u.source], getattr(d.quality, profile[u.source])),
+                  state=lambda u: QualitySettings.of_source(sources[u.source], d),
                   applies=enabled("quality"))
         run.local("promo", S.promo_doc, d.promo_threshold, applies=enabled("promo", prose))
 
-        decisions, dedup_report, survivors = run.timed("find_duplicates", dedup_corpus, run, d, cache,
-                                                               {u.name for u in units if prose(u)})
-        run.local("dedup", S.apply_dedup, state=lambda u: decisions[u.name])
+        para_decisions, para_report, survivors = run.timed(
+            "find_duplicate_paragraphs", paragraph_duplicates, run, d, cache, {u.name for u in units if prose(u)})
+        run.local("paragraphs", S.apply_dedup, state=lambda u: para_decisions[u.name])
+        dedup_report = {**doc_report, **para_report}
 
         val_ids, val_plan = run.timed("draw_validation", _draw_validation, cfg, survivors)
         run.local("split", S.split_validation, state=lambda u: sorted(val_ids.get(u.name, ())))
@@ -132,6 +141,9 @@ def _check_sources_readable(run: StepRunner, sources: dict[str, SourceConfig]) -
                             f"read; top reason: {rule} ({n} of {c['in']})")
 
 
+EDGE_SHARE = 0.8  # a frequent line is template when it is among a page's first or last lines this often
+
+
 def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
     """Corpus-wide step: per source, the lines found in many of its documents. Returns source -> path of a
     .npy of their line hashes, named by what it was computed from (so the path works as a cache key)."""
@@ -146,15 +158,23 @@ def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
         if not sides:
             continue
         key = content_id("repeated_lines", [str(p) for p in sides], d.repeated_line_min_docs,
-                         d.repeated_line_min_share)
+                         d.repeated_line_min_share, EDGE_SHARE)
         path = cache / "repeated_lines" / f"{source}-{key}.npy"
         if not path.exists():
-            finder = RepeatedLineFinder()
+            finder, edges = RepeatedLineFinder(), RepeatedLineFinder()
             for side in sides:
-                finder.add_table(np.load(side / "keys.npy"), np.load(side / "counts.npy"),
-                                 int(np.load(side / "n_docs.npy")[0]))
-            frequent = np.array(sorted(finder.frequent(d.repeated_line_min_docs, d.repeated_line_min_share)),
-                                dtype=np.uint64)
+                n_docs = int(np.load(side / "n_docs.npy")[0])
+                finder.add_table(np.load(side / "keys.npy"), np.load(side / "counts.npy"), n_docs)
+                edges.add_table(np.load(side / "edge_keys.npy"), np.load(side / "edge_counts.npy"), n_docs)
+            frequent = finder.frequent(d.repeated_line_min_docs, d.repeated_line_min_share)
+            # Template lines sit at the edges of the pages that hold them; a note that recurs in the body
+            # ("New in version 3.3.") and sometimes ends a page is content.
+            keys, counts = finder.table()
+            edge_keys, edge_counts = edges.table()
+            at = np.searchsorted(edge_keys, keys).clip(0, max(len(edge_keys) - 1, 0))
+            on_edge = np.where(len(edge_keys) and (edge_keys[at] == keys), edge_counts[at], 0) if len(keys) else at
+            chrome = set(keys[on_edge >= EDGE_SHARE * counts].tolist())
+            frequent = np.array(sorted(frequent & chrome), dtype=np.uint64)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npy")
             np.save(tmp, frequent)

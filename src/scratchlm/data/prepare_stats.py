@@ -58,7 +58,7 @@ def summarize(run: StepRunner, cfg: Config, profile: dict[str, str], tokens: dic
                 _add(total, st)
             table[step] = _with_tokens(_plain(total), ratio.get(src.name, 0.0))
             prev = table[step]
-        read, dedup_out = table["read"], table["dedup"]
+        read, dedup_out = table["read"], table["paragraphs"]
         split = prev
         dropped = Counter()
         for st in table.values():
@@ -96,12 +96,36 @@ def summarize(run: StepRunner, cfg: Config, profile: dict[str, str], tokens: dic
 
 
 HEAVY_LOSS = 0.5  # one step removing more than this share of a source's characters deserves a look
+_LINE_RULES = ("c4_line", "repeated_line", "boilerplate_line")
+_LANGUAGE_RULES = ("language", "language_paragraph")
+
+
+def _fix(rule: str, name: str, profile: str, found: str, keeps: list[str]) -> str:
+    """The config change that stops `rule` from eating source `name`, in the user's words."""
+    off = f'or switch the rule off for this source: `skip_rules = ["{rule}"]` in its [[data.sources]] entry'
+    if rule in ("exact_duplicate", "near_duplicate", "contained_duplicate", "paragraph_duplicate"):
+        return ("the source repeats itself and one copy of each text is kept; check that the copies are not "
+                f"distinct on purpose (`scratchlm data rejected --rule {rule}`)")
+    if rule in _LANGUAGE_RULES:
+        return (f"detected languages (documents): {found}; the source keeps {keeps or 'all'}: set `languages` "
+                f"on the source or `data.languages`")
+    if rule == "gopher_stop_words":
+        return (f"stop words are checked in each document's detected language ({found}); a language without a "
+                f"list has the rule off, so this is a list that does not fit: give one with "
+                f"[data.sources.language_rules.<lang>] stop_words = [...], {off}")
+    if rule in _LINE_RULES and profile == "prose":
+        return f'line rules of web crawl on structured text: try `profile = "technical"` on the source, {off}'
+    if profile == "prose":
+        return f'for documentation, READMEs or tickets try `profile = "technical"` on the source, {off}'
+    return off[3:]
 
 
 def filter_warnings(manifest: dict, wanted_languages: dict[str, tuple[str, ...]]) -> list[str]:
     """One warning per (source, step) that removed more than HEAVY_LOSS of the characters it was given, with the
-    rules that did it and the likely fix. A filter set for the wrong kind of text (web-crawl rules on manuals,
-    English-only on a Dutch source) silently turns a corpus into a fraction of itself; this makes it loud."""
+    rules that did it and, for each of the top ones, the config change that fixes it; and one per source where a
+    language-dependent rule was off for lack of a list. A filter set for the wrong kind of text (web-crawl rules
+    on manuals, English stop words on Dutch) silently turns a corpus into a fraction of itself; this makes it
+    loud."""
     out = []
     for name, src in manifest["sources"].items():
         for step, st in src["steps"].items():
@@ -113,14 +137,17 @@ def filter_warnings(manifest: dict, wanted_languages: dict[str, tuple[str, ...]]
             rules = Counter(st.get("dropped", {}))
             rules.update({r: v["pieces"] for r, v in st.get("removed", {}).items()})
             top = ", ".join(f"{r} ({n})" for r, n in rules.most_common(3))
-            hint = f"read what went: `scratchlm data rejected -c CONFIG --source {name} --sample 5`"
-            if step == "language":
-                found = Counter(st.get("notes", {}).get("language_in", {}))
-                langs = ", ".join(f"{k} {v}" for k, v in found.most_common(3))
-                hint = (f"detected languages (documents): {langs}; the source keeps {list(wanted_languages[name]) or 'all'}:"
-                        f" set `languages` on the source or `data.languages`")
-            elif step == "quality" and src["profile"] == "prose":
-                hint += "; for documentation, READMEs or tickets try `profile = \"technical\"` on the source"
+            found = Counter(src["steps"].get("language", {}).get("notes", {}).get("language_in", {}))
+            langs = ", ".join(f"{k} {v}" for k, v in found.most_common(3)) or "not identified"
+            fixes = "; ".join(f"{r}: {_fix(r, name, src['profile'], langs, list(wanted_languages[name]))}"
+                              for r, _ in rules.most_common(2))
             out.append(f"source `{name}`: the {step} step removed {lost:.0%} of its characters "
-                       f"({st['chars_in']:,} -> {st['chars_out']:,}; top rules: {top}); {hint}")
+                       f"({st['chars_in']:,} -> {st['chars_out']:,}; top rules: {top}); fix: {fixes}; read what "
+                       f"went: `scratchlm data rejected -c CONFIG --source {name} --sample 5`")
+        off = src["steps"].get("quality", {}).get("notes", {}).get("language_rules_off", {})
+        if off:
+            listed = ", ".join(f"{k} ({n} docs)" for k, n in sorted(off.items(), key=lambda kv: -kv[1])[:6])
+            out.append(f"source `{name}`: language-dependent rules were off for lack of data: {listed}; give "
+                       f"values with [data.sources.language_rules.<lang>] (keys: stop_words, min_mean_word_len, "
+                       f"max_mean_word_len, min_alpha_word_share, ...)")
     return out

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .clean.boilerplate import RepeatedLineFinder, line_hash, remove_lines, strip_boilerplate_lines
-from .clean.langid import UNDETERMINED, detect_language, paragraph_languages
+from .clean.boilerplate import RepeatedLineFinder, remove_lines, strip_boilerplate_lines
+from .clean.langid import UNDETERMINED, detect_language, unit_languages
+from .clean.structure import parse, skeleton_reason, without
 from .clean.promo import promo_score
-from .clean.quality import QualityConfig, c4_filter_lines, quality_verdict
+from .clean.quality import c4_filter_lines, quality_verdict
+from .quality_config import QualitySettings
 from .jsonl import read_jsonl
 from .readers import Rejected
 from .step_runner import StepContext
@@ -32,7 +34,11 @@ class ReadSettings:
 def _too_short(doc: dict, ctx: StepContext, min_chars: int) -> bool:
     if len(doc["text"]) >= min_chars:
         return False
-    ctx.drop(doc["id"], "too_short", f"{len(doc['text'])} < {min_chars} chars", doc["text"])
+    read = doc.get("chars_read", 0)
+    if read >= min_chars:  # it was long enough until a step cut lines out of it
+        ctx.drop(doc["id"], "skeleton", skeleton_reason(doc["text"], read, min_chars), doc["text"])
+    else:
+        ctx.drop(doc["id"], "too_short", f"{len(doc['text'])} < {min_chars} chars", doc["text"])
     return True
 
 
@@ -43,7 +49,7 @@ def read_doc(item: dict | Rejected, ctx: StepContext) -> dict | None:
         ctx.drop(item.id, item.rule, item.detail)
         return None
     text = unicodedata.normalize(s.normalization, item["text"]).strip()
-    doc = {**item, "text": text, "source": ctx.unit.source, "domain": ctx.unit.domain}
+    doc = {**item, "text": text, "source": ctx.unit.source, "domain": ctx.unit.domain, "chars_read": len(text)}
     if _too_short(doc, ctx, s.min_chars):
         return None
     if len(text) > s.max_chars:
@@ -54,33 +60,46 @@ def read_doc(item: dict | Rejected, ctx: StepContext) -> dict | None:
 
 def boilerplate_doc(doc: dict, ctx: StepContext) -> dict | None:
     """Cookie banners, nav bars, copyright footers, share/newsletter prompts: line rules, no corpus statistics."""
+    if ctx.skips("boilerplate_line"):
+        return doc
     text, removed = strip_boilerplate_lines(doc["text"])
-    ctx.removed(doc["id"], "boilerplate_line", removed, "line")
+    ctx.removed(doc["id"], "boilerplate_line", removed, "line", original=doc["text"])
     doc["text"] = text
     return None if _too_short(doc, ctx, ctx.settings) else doc
 
 
+EDGE_LINES = 3  # the first and last non-blank lines of a page, where its template (chrome) sits
+
+
 def count_lines(doc: dict, ctx: StepContext) -> dict:
-    """Observe only: count each line's documents, for the corpus-wide repeated-line step."""
+    """Observe only: count each line's documents, and its documents where it is among the first or last lines,
+    for the corpus-wide repeated-line step."""
     ctx.memo.setdefault("finder", RepeatedLineFinder()).feed(doc["text"])
+    lines = [line for line in doc["text"].split("\n") if line.strip()]
+    edge = lines if len(lines) <= 2 * EDGE_LINES else lines[:EDGE_LINES] + lines[-EDGE_LINES:]
+    ctx.memo.setdefault("edges", RepeatedLineFinder()).feed("\n".join(edge))
     return doc
 
 
 def save_line_counts(ctx: StepContext) -> None:
     finder = ctx.memo.get("finder") or RepeatedLineFinder()
+    edges = ctx.memo.get("edges") or RepeatedLineFinder()
     keys, counts = finder.table()
-    ctx.sides.update(keys=keys, counts=counts, n_docs=np.array([finder.n_docs]))
+    edge_keys, edge_counts = edges.table()
+    ctx.sides.update(keys=keys, counts=counts, n_docs=np.array([finder.n_docs]), edge_keys=edge_keys,
+                     edge_counts=edge_counts)
 
 
 def repeated_lines_doc(doc: dict, ctx: StepContext) -> dict | None:
     """Remove lines found in many documents of the same source (templates: site footers, license headers)."""
     if "frequent" not in ctx.memo:  # the state is the path of the source's frequent-line hashes
         ctx.memo["frequent"] = set(np.load(ctx.state).tolist())
-    frequent = ctx.memo["frequent"]
-    removed = [line for line in doc["text"].split("\n") if line.strip() and line_hash(line) in frequent]
-    if removed:
-        doc["text"], _ = remove_lines(doc["text"], frequent)
-        ctx.removed(doc["id"], "repeated_line", removed, "line", "line in many documents of this source")
+    if ctx.skips("repeated_line"):
+        return doc
+    original = doc["text"]
+    doc["text"], removed = remove_lines(original, ctx.memo["frequent"])
+    ctx.removed(doc["id"], "repeated_line", removed, "line", "page chrome found in many documents of this source",
+                original)
     return None if _too_short(doc, ctx, ctx.settings) else doc
 
 
@@ -88,41 +107,68 @@ def repeated_lines_doc(doc: dict, ctx: StepContext) -> dict | None:
 class LanguageSettings:
     min_score: float
     min_chars: int
-    paragraph_min_chars: int = 100  # shorter paragraphs get near-random labels and stay with their document
+    unit_min_chars: int = 100  # shorter units get near-random labels and stay with their document
 
 
 def language_doc(doc: dict, ctx: StepContext) -> dict | None:
-    """Keep documents in the languages asked for; cut confidently foreign paragraphs out of mixed ones."""
+    """Keep documents in the languages asked for, judged by their prose units (code, tables and options carry
+    no language); cut confidently foreign units out of a document that is mostly in a wanted language."""
     s: LanguageSettings = ctx.settings
     keep_langs: tuple[str, ...] = ctx.state
     lang, prob = detect_language(doc["text"])
     ctx.note("language_in", lang if prob >= s.min_score else UNDETERMINED)
-    wanted = not keep_langs or lang in keep_langs
-    paragraphs = [p for p in _PARAGRAPH_BREAK.split(doc["text"]) if p.strip()]
-    if keep_langs and len(paragraphs) > 1:
-        foreign = [p for p, (plang, pprob, n) in zip(paragraphs, paragraph_languages(doc["text"]))
-                   if n >= s.paragraph_min_chars and pprob >= s.min_score and plang not in keep_langs]
-        foreign_chars = sum(len(p) for p in foreign)
-        if foreign and foreign_chars < 0.5 * len(doc["text"]):  # mixed, mostly wanted: cut the rest out
-            cut = set(foreign)
-            doc["text"] = "\n\n".join(p.strip() for p in paragraphs if p not in cut)
-            ctx.removed(doc["id"], "language_paragraph", foreign, "paragraph", f"not in {list(keep_langs)}")
-            lang, prob = detect_language(doc["text"])
-            wanted = lang in keep_langs
-    if not wanted or prob < s.min_score:
-        why = (f"{lang} p={prob:.2f} is below language_min_score {s.min_score}" if wanted else
-               f"{lang} (p={prob:.2f}) is not in {list(keep_langs)}")
-        ctx.drop(doc["id"], "language", why, doc["text"], round(prob, 4))
-        return None
-    doc["lang"] = lang
-    ctx.note("language_out", lang)
+    judged = unit_languages(doc["text"], s.unit_min_chars)
+    chars: dict[str, int] = {}
+    for u in judged:
+        chars[u.lang] = chars.get(u.lang, 0) + u.chars
+    if keep_langs and not ctx.skips("language"):
+        wanted = sum(n for k, n in chars.items() if k in keep_langs)
+        foreign = [u for u in judged if u.lang not in keep_langs and u.prob >= s.min_score]
+        foreign_chars = sum(u.chars for u in foreign)
+        # A document without judged prose (short, or all code) is judged whole; a confident foreign label
+        # drops it, a wanted one keeps it whatever its probability (short pages score low on any language).
+        if (judged and foreign_chars > wanted) or (not judged and lang not in keep_langs and lang != UNDETERMINED):
+            shares = ", ".join(f"{k} {n / max(sum(chars.values()), 1):.0%}"
+                               for k, n in sorted(chars.items(), key=lambda kv: -kv[1])[:3])
+            why = (f"prose units by language: {shares}; keeps {list(keep_langs)}" if judged
+                   else f"{lang} (p={prob:.2f}) is not in {list(keep_langs)}")
+            ctx.drop(doc["id"], "language", why, doc["text"], round(prob, 4))
+            return None
+        if foreign and not ctx.skips("language_paragraph"):
+            lines = parse(doc["text"])
+            cut = {i for u in foreign for i in u.lines}
+            pieces = ["\n".join(lines[i].text for i in u.lines) for u in foreign]
+            original = doc["text"]
+            doc["text"] = without(lines, cut)
+            ctx.removed(doc["id"], "language_paragraph", pieces, "paragraph",
+                        f"{', '.join(sorted({u.lang for u in foreign}))} in a source that keeps {list(keep_langs)}",
+                        original)
+    doc["lang"] = _document_language(lang, chars, keep_langs)
+    ctx.note("language_out", doc["lang"])
     return None if _too_short(doc, ctx, s.min_chars) else doc
 
 
+def _document_language(detected: str, chars: dict[str, int], keep_langs: tuple[str, ...]) -> str:
+    """The language the quality rules read the document in: the wanted language with most prose."""
+    candidates = {k: n for k, n in chars.items() if not keep_langs or k in keep_langs}
+    if candidates:
+        return max(candidates, key=lambda k: candidates[k])
+    return detected if not keep_langs or detected in keep_langs else keep_langs[0]
+
+
 def quality_doc(doc: dict, ctx: StepContext) -> dict | None:
-    """Gopher quality + repetition, C4 and FineWeb document rules (prose) or code-file rules; then C4 lines."""
-    cfg: QualityConfig = ctx.state
-    failures = quality_verdict(doc["text"], cfg)
+    """Gopher quality + repetition, C4 and FineWeb document rules (prose) or code-file rules, read in the
+    document's language; then C4's line rules."""
+    settings: QualitySettings = ctx.state
+    lang = doc.get("lang")
+    if lang is None and settings.profile != "code":  # the language step was skipped: rules still need one
+        lang = detect_language(doc["text"])[0]
+    if lang not in ctx.memo:
+        ctx.memo[lang] = settings.for_language(lang)
+    cfg, off = ctx.memo[lang]
+    for rule in off:
+        ctx.note("language_rules_off", f"{lang or UNDETERMINED}: {rule}")
+    failures = [f for f in quality_verdict(doc["text"], cfg) if not ctx.skips(f.rule)]
     for f in failures:
         ctx.note("rules_failed", f.rule)
     if failures:
@@ -130,14 +176,17 @@ def quality_doc(doc: dict, ctx: StepContext) -> dict | None:
         detail = "; ".join(f"{f.rule} {f.value:.3g} vs {f.threshold:.3g}" for f in failures)
         ctx.drop(doc["id"], first.rule, detail, doc["text"], round(first.value, 4))
         return None
-    text, removed = c4_filter_lines(doc["text"], cfg)
-    ctx.removed(doc["id"], "c4_line", removed, "line")
-    doc["text"] = text
+    if not ctx.skips("c4_line"):
+        original = doc["text"]
+        doc["text"], removed = c4_filter_lines(original, cfg)
+        ctx.removed(doc["id"], "c4_line", removed, "line", original=original)
     return None if _too_short(doc, ctx, ctx.settings) else doc
 
 
 def promo_doc(doc: dict, ctx: StepContext) -> dict | None:
     """Promotional, spam and templated (auto-generated) text."""
+    if ctx.skips("promotional"):
+        return doc
     score = promo_score(doc["text"]).total
     ctx.note("promo", "promotional" if score >= ctx.settings else "not promotional")
     ctx.note("promo_score_decile", f"{min(int(score * 10), 9) / 10:.1f}")
@@ -148,19 +197,24 @@ def promo_doc(doc: dict, ctx: StepContext) -> dict | None:
     return doc
 
 
-def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
-    """Apply the corpus-wide dedup decisions for this unit: drop duplicates, cut duplicate paragraphs."""
-    if "decisions" not in ctx.memo:
+def _decisions(ctx: StepContext) -> dict[str, dict]:
+    if "decisions" not in ctx.memo:  # the state is the path of this unit's decisions
         path = Path(ctx.state)
         ctx.memo["decisions"] = {r.pop("id"): r for r in read_jsonl(path)} if path.exists() else {}
-    decision = ctx.memo["decisions"].get(doc["id"])
-    if decision is None:
+    return ctx.memo["decisions"]
+
+
+def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
+    """Apply the corpus-wide decisions for this unit: drop duplicates (and skeletons), cut duplicate paragraphs."""
+    decision = _decisions(ctx).get(doc["id"])
+    if decision is None or ctx.skips(decision.get("rule", "paragraph_duplicate")):
         return doc
     if decision["action"] == "drop":
         ctx.drop(doc["id"], decision["rule"], decision["detail"], doc["text"], decision.get("score"))
         return None
+    original = doc["text"]
     doc["text"] = decision["text"]
-    ctx.removed(doc["id"], "paragraph_duplicate", decision["removed"], "paragraph", decision["detail"])
+    ctx.removed(doc["id"], "paragraph_duplicate", decision["removed"], "paragraph", decision["detail"], original)
     return doc
 
 

@@ -29,11 +29,12 @@ from .. import __version__
 from ..ids import content_id, read_json, write_json
 from ..progress import bar
 from .jsonl import ShardWriter, read_jsonl
+from .clean.structure import piece_contexts
 from .ledger import Ledger
 from .readers import Rejected
 from .units import Unit
 
-CACHE_VERSION = f"{__version__}/2"  # bump when a step's code changes what it produces: old results are not reused
+CACHE_VERSION = f"{__version__}/3"  # bump when a step's code changes what it produces: old results are not reused
 DOCS = "docs-00000.jsonl.zst"
 STATS = "stats.json"
 
@@ -74,16 +75,23 @@ class StepContext:
         self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,
                            text=text, score=score)
 
-    def removed(self, doc_id: str, rule: str, pieces: list[str], level: str, detail: str = "") -> None:
-        """Record the lines or paragraphs a step cut out of a kept document."""
+    def removed(self, doc_id: str, rule: str, pieces: list[str], level: str, detail: str = "",
+                original: str | None = None) -> None:
+        """Record the lines or paragraphs a step cut out of a kept document; with the `original` text, each
+        record also gets the piece's neighbouring lines (what an auditor needs to judge the cut)."""
         if not pieces:
             return
         entry = self.stats["removed"][rule]
         entry[0] += len(pieces)
         entry[1] += sum(len(p) for p in pieces)
-        for piece in pieces:
+        contexts = piece_contexts(original, pieces) if original is not None else [""] * len(pieces)
+        for piece, around in zip(pieces, contexts):
             self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,
-                               text=piece, level=level)
+                               text=piece, level=level, context=around)
+
+    def skips(self, rule: str) -> bool:
+        """The unit's source switched this rule off (`skip_rules` on the source)."""
+        return rule in self.unit.skip_rules
 
     def note(self, key: str, value: str, n: int = 1) -> None:
         self.stats["notes"][key][value] += n
@@ -187,7 +195,7 @@ class StepRunner:
             if not applies(u):
                 continue
             unit_state = state(u) if state else None
-            key = content_id(CACHE_VERSION, self.keys[u.name], step, settings, unit_state)
+            key = content_id(CACHE_VERSION, self.keys[u.name], step, settings, unit_state, sorted(u.skip_rules))
             out = self.cache / step / key
             self.outputs[step][u.name] = out
             if (out / STATS).exists():

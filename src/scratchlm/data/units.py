@@ -37,6 +37,7 @@ class Unit:
     files: tuple[UnitFile, ...]
     key: str  # content ID of the bytes read and the reader settings
     bytes: int
+    skip_rules: tuple[str, ...] = ()  # rules the source switched off (SourceConfig.skip_rules)
 
     @property
     def name(self) -> str:
@@ -106,5 +107,5 @@ def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_byt
             continue
         read = [(f.doc_id, digests.digest(Path(f.path)), f.start, f.end) for f in files_]
         units.append(Unit(src.name, src.domain, src.text_field, len(units), tuple(files_),
-                          content_id("unit", reader, read), size))
+                          content_id("unit", reader, read), size, tuple(sorted(src.skip_rules))))
     return units

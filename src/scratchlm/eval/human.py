@@ -23,6 +23,7 @@ from ..data.jsonl import read_jsonl
 from ..errors import UserError
 from ..ids import atomic_write_text, read_json
 from ..pipeline import plan_artifacts
+from ..rating import ask_answer
 from ..train.checkpoint import load_model
 from .complete import complete_text
 from .samples import DEFAULT_PROMPT_CHARS
@@ -175,16 +176,10 @@ def rate_sheet(path: Path, ask: Callable[[str], str] = input, say: Callable[[str
 
 
 def _ask_score(ask, prompt: str, top: int, say) -> int | str:
-    while True:
-        try:
-            raw = ask(prompt).strip().lower()
-        except EOFError:
-            return "q"
-        if raw in ("s", "q"):
-            return raw
-        if raw.isdigit() and 1 <= int(raw) <= top:
-            return int(raw)
-        say(f"  please answer a whole number 1..{top}, s or q")
+    def parse(raw: str) -> int | None:
+        return int(raw) if raw.isdigit() and 1 <= int(raw) <= top else None
+
+    return ask_answer(ask, prompt, parse, say, f"  please answer a whole number 1..{top}, s or q")
 
 
 def summarize_sheet(sheet: dict) -> dict:

@@ -58,6 +58,49 @@ def _contamination_verdict(art: dict[str, Artifact]) -> Verdict:
     return Verdict(name, result["verdict"], summary, {"eval_sets": sets, "report": result["report"]})
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _audit_verdict(art: dict[str, Artifact]) -> Verdict:
+    """The measured precision of each cleaning rule, from the labeled audit sheets in `<data dir>/audit/`."""
+    from ..data.audit_sheet import AUDIT_DIR, load_audit_dir
+    from ..data.audit_verdicts import MAX_WRONG_RATE, NOT_AUDITED, audit_figures, skip_advice
+    from ..errors import UserError
+
+    name, data = "cleaning rules audited", art["data"]
+    if not data.done:
+        return Verdict(name, NOT_AVAILABLE, "the data stage has not run (`scratchlm data prepare`)", {})
+    try:
+        audit = load_audit_dir(data.dir)
+    except UserError as e:  # a hand-edited sheet gone wrong must not hide the rest of the checklist
+        return Verdict(name, "warning", str(e), {})
+    make = ("sample the decisions with `scratchlm data audit -c CONFIG`, label them with `scratchlm data audit "
+            "rate SHEET`")
+    if audit is None:
+        return Verdict(name, NOT_AVAILABLE, f"no audit sheet in {data.dir / AUDIT_DIR}: {make}", {})
+    figures = audit_figures(audit["items"], audit["decisions"])
+    audited = [f for f in figures if f.level != NOT_AUDITED]
+    evidence = {"sheets": [str(p) for p in audit["sheets"]], "figures": [f.as_dict() for f in figures]}
+    if not audited:
+        return Verdict(name, NOT_AVAILABLE, f"no decision labeled yet in {', '.join(map(str, audit['sheets']))}: "
+                       f"label them with `scratchlm data audit rate SHEET`", evidence)
+    rules = [f for f in audited if not f.kept]
+    above = [f for f in audited if f.level == "warning"]
+    kept = sum(f.kept for f in audited)
+    summary = (f"{_plural(len(rules), 'rule')} audited on {_plural(len({f.source for f in rules}), 'source')}"
+               + (f" (and kept documents on {_plural(kept, 'source')})" if kept else "")
+               + f", {len(above) or 'none'} above {MAX_WRONG_RATE:.0%}"
+               + (": " + "; ".join(f.short() for f in above) if above else ""))
+    missing = [f for f in figures if f.level == NOT_AUDITED]
+    if missing:
+        summary += f"; {len(missing)} not audited"
+    advice = skip_advice(figures)
+    if advice:
+        summary += "; to switch them off put " + " and ".join(advice)
+    return Verdict(name, worst(f.level for f in audited), summary, evidence)
+
+
 def _explicit_weights(cfg: Config) -> list[str]:
     raw = tomllib.loads(cfg.path.read_text(encoding="utf-8")) if cfg.path else {}
     return [s.get("name", "?") for s in raw.get("data", {}).get("sources", []) if "weight" not in s]
@@ -85,6 +128,7 @@ def run_checklist(cfg: Config, plan: dict, resume: Verdict | None) -> list[Verdi
     c = by_name["corpus"]
     out.append(Verdict("corpus size in tokens, not bytes", c["level"], c["summary"], c["evidence"]))
     out.append(_dedup_verdict(art))
+    out.append(_audit_verdict(art))
 
     implicit = _explicit_weights(cfg)
     shares = {}

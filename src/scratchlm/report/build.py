@@ -62,7 +62,7 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
 
     md = ["# scratchlm run report", ""]
     md += ["Artifacts (content-derived IDs): " + ", ".join(f"{k} `{v}`" for k, v in ids.items()), ""]
-    md += data_section(data, shards, train_summary.get("n_params"), _table)
+    md += data_section(data, shards, train_summary.get("n_params"), _table, data_dir=dirs["data"])
     md.append(_table(["source", "domain", "docs in", "docs kept", "chars kept", "train tokens", "weight"],
                      [[name, s["domain"], s["docs_in"], s["docs_kept"], s["chars_kept"],
                        shards["train"].get(name, {}).get("tokens"), shards["train"].get(name, {}).get("weight")]

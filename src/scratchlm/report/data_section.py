@@ -3,6 +3,8 @@ characters, bytes and tokens, the rules that fired, languages, promotional share
 corpus-size verdict."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..data.token_estimate import size_verdict
 
 TOP_RULES = 3
@@ -56,7 +58,54 @@ def _clusters(name: str, c: dict) -> list[str]:
     return lines
 
 
-def data_section(data: dict, shards: dict | None, n_params: int | None, table) -> list[str]:
+def _audit_decisions(data: dict, data_dir: Path) -> tuple[dict | None, dict]:
+    """Labeled audit items and the decisions each rule made; without a sheet, the ledger's counts and the
+    kept documents, every rule then not audited."""
+    from ..data.audit_sheet import KEPT, count_ledger, load_audit_dir
+
+    audit = load_audit_dir(data_dir)
+    if audit is not None:
+        return audit, audit["decisions"]
+    counts = count_ledger(data_dir)
+    return None, {name: {**counts.get(name, {}), KEPT: s["train"]["docs"]} for name, s in data["sources"].items()}
+
+
+def audit_section(data: dict, data_dir: Path, table) -> list[str]:
+    """Measured precision per cleaning rule (`scratchlm data audit`): the figures of data/audit_verdicts.py."""
+    from ..data.audit_sheet import AUDIT_DIR
+    from ..data.audit_verdicts import MAX_WRONG_RATE, NOT_AUDITED, audit_figures, skip_advice
+    from ..errors import UserError
+
+    md = ["### Cleaning rules: measured precision", ""]
+    try:
+        audit, decisions = _audit_decisions(data, data_dir)
+    except UserError as e:
+        return md + [f"**Audit sheet unreadable:** {e}", ""]
+    figures = audit_figures(audit["items"] if audit else [], decisions)
+    where = (", ".join(f"`{p}`" for p in audit["sheets"]) if audit else
+             f"no sheet yet in `{data_dir / AUDIT_DIR}`: `scratchlm data audit -c CONFIG`, then "
+             "`scratchlm data audit rate SHEET`")
+    md += [f"Each rule's decisions sampled evenly from the ledger and labeled by a person ({where}). FP rate: "
+           "removals labeled wrong / labeled; for `kept` it is the false-negative rate, kept documents that should "
+           f"have gone. 95% Wilson score interval; above {MAX_WRONG_RATE:.0%} is a warning, a rule with no label is "
+           "not audited.", ""]
+    rows = []
+    for f in figures:
+        audited = f.level != NOT_AUDITED
+        interval = f"{f.low:.0%} – {f.high:.0%}" if audited else ""
+        rows.append([f.source, f"{f.rule} (junk kept)" if f.kept else f.rule, _fmt(f.decisions), f.labeled,
+                     f.wrong if audited else "", f"{f.rate:.0%}" if audited else "", interval, f.level])
+    md += [table(["source", "rule", "decisions", "labeled", "wrong", "FP rate", "95% interval", "verdict"], rows),
+           ""]
+    md += [f"- **Warning:** {f.message()}." for f in figures if f.level == "warning"]
+    advice = skip_advice(figures)
+    if advice:
+        md.append(f"- To switch the rules above {MAX_WRONG_RATE:.0%} off: " + "; ".join(advice) + ".")
+    return md + ([""] if md[-1] else [])
+
+
+def data_section(data: dict, shards: dict | None, n_params: int | None, table,
+                 data_dir: Path | None = None) -> list[str]:
     real = real_ratios(data, shards)
     order = data["steps"]
     md = ["## Data", ""]
@@ -103,6 +152,8 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table) -
               f"from {p.get('docs', 0):,} documents.")
     if dedup.get("skipped"):
         md.append(f"- skipped by config: {', '.join(dedup['skipped'])}.")
+    if data_dir is not None:
+        md += [""] + audit_section(data, Path(data_dir), table)
     md += ["", "Every dropped document, line and paragraph is in the ledger (`rejected-*.jsonl.zst`): "
                "`scratchlm data rejected -c CONFIG --rule RULE --sample 5`, `scratchlm data explain -c CONFIG DOC_ID`.",
            ""]

@@ -4,8 +4,11 @@ Two complementary tools:
 - strip_boilerplate_lines: pattern rules for the boilerplate every site has (cookie banners, nav bars,
   copyright footers, share/newsletter prompts). Works on one document, needs no corpus statistics.
 - RepeatedLineFinder + remove_lines: the site-specific rest. A line that appears verbatim in a large share
-  of one source's documents is template, not content (the idea behind C4's and RefinedWeb's
-  line-frequency dedup), whatever words it uses.
+  of one source's documents, at the start or end of its pages, is template, not content (the idea behind
+  C4's and RefinedWeb's line-frequency dedup), whatever words it uses.
+
+Both only cut page chrome (chrome_lines): a line inside the body is content even when it recurs or holds a
+keyword, and structural lines (headings, options, tables, code; see structure.py) are never cut.
 """
 import re
 from dataclasses import dataclass
@@ -69,8 +72,9 @@ _WIDGET_LINES = frozenset(
     "|most popular|trending|tags|categories".split("|")
 )
 # Separators of nav bars and breadcrumbs: "Home | About | Contact", "Home > Blog > Post", "A • B • C".
-# "/" and ">" only count with spaces around them, so "TCP/IP/UDP" and "a>b>c" stay prose.
-_NAV_SPLIT = re.compile(r"\s*[|•·»›]\s*|\s+[/>]\s+")
+# "|", "/" and ">" only count with spaces around them, so "TCP/IP/UDP", "{on|off|auto}" and "a>b>c" stay content.
+_NAV_SPLIT = re.compile(r"\s*[•·»›]\s*|\s+[|/>]\s+")
+_MENU_WORD = re.compile(r"^[^\W\d_]+(['’&-][^\W\d_]+)*$")
 _PUNCT = re.compile(r"[^\w\s]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -109,15 +113,56 @@ def _is_nav_line(low: str, cfg: BoilerplateConfig) -> bool:
     # A line opening with "|" is a markdown table row, which is content.
     if len(items) < cfg.nav_min_items or low.startswith("|") or low.endswith((".", "!", "?")):
         return False
-    return all(1 <= len(item.split()) <= cfg.nav_max_item_words and item[0].isalnum() for item in items)
+    # Menu labels are words: a shell pipeline ("cat a1 | gzip > a.gz"), a grammar rule ("op = Add | Sub") or
+    # an option list ("Aliases: pu | up") has digits, dots, dashes or '=' in its items.
+    return all(1 <= len(item.split()) <= cfg.nav_max_item_words and all(_MENU_WORD.match(w) for w in item.split())
+               for item in items)
+
+
+# Reasons that mark a line as chrome even standing alone in the body; a lone "Next", "Privacy Policy" or
+# "A | B | C" line there is as likely a term, a heading or a value.
+_BANNERS = frozenset({"cookie", "share", "newsletter", "browser", "comments", "prompt"})
+
+
+def chrome_lines(lines: list[str], is_chrome, is_banner=None) -> set[int]:
+    """Indices of the page chrome among `lines`, given a per-line test: the run of chrome (and blank) lines at the
+    start and at the end of the page, and (with `is_banner`) blocks in the body made only of chrome that are
+    either several lines long or one banner line (a cookie notice, a share prompt). A chrome-looking line
+    inside the body of the text is content (a quoted value, an option list, command output, the term "next"
+    in a reference table) and stays."""
+    chrome = [bool(line.strip()) and is_chrome(i) for i, line in enumerate(lines)]
+    cut: set[int] = set()
+    for order in (range(len(lines)), range(len(lines) - 1, -1, -1)):
+        for i in order:
+            if chrome[i]:
+                cut.add(i)
+            elif lines[i].strip():
+                break
+    block: list[int] = []
+    for i, line in enumerate(lines + [""] if is_banner else []):
+        if line.strip():
+            block.append(i)
+            continue
+        if block and all(chrome[j] for j in block) and (len(block) >= 2 or is_banner(block[0])):
+            cut.update(block)
+        block = []
+    return cut
 
 
 def strip_boilerplate_lines(text: str, cfg: BoilerplateConfig = BoilerplateConfig()) -> tuple[str, list[str]]:
-    """(text without boilerplate lines, the removed lines as they were)."""
-    kept, removed = [], []
-    for line in text.split("\n"):
-        (removed if boilerplate_reason(line, cfg) else kept).append(line)
-    return _join(kept), removed
+    """(text without its boilerplate, the removed lines as they were). Boilerplate is page chrome: lines the
+    pattern rules recognise at the start or end of the page or in blocks of their own (chrome_lines). A
+    "Print", "next" or "close" line inside the body of a reference page is a term, not a button."""
+    from .structure import STRUCTURAL, parse
+
+    lines = text.split("\n")
+    parsed = parse(text)
+    reasons = [None if parsed[i].kind in STRUCTURAL else boilerplate_reason(line, cfg) for i, line in enumerate(lines)]
+    cut = chrome_lines(lines, lambda i: reasons[i] is not None, lambda i: reasons[i] in _BANNERS)
+    if not cut:
+        return text, []
+    removed = [lines[i] for i in sorted(cut)]
+    return _join([line for i, line in enumerate(lines) if i not in cut]), removed
 
 
 def _join(lines: list[str]) -> str:
@@ -230,10 +275,20 @@ class RepeatedLineFinder:
         return set(self._keys[self._counts >= need].tolist())
 
 
-def remove_lines(text: str, line_hashes: set[int]) -> tuple[str, int]:
-    """(text without the lines whose line_hash is in line_hashes, how many lines were removed)."""
+def remove_lines(text: str, line_hashes: set[int]) -> tuple[str, list[str]]:
+    """(text without the page chrome among the lines whose line_hash is in line_hashes, the removed lines).
+
+    A frequent line is template only where chrome stands: at the start or end of the page (chrome_lines). "DESCRIPTION", "-v, --verbose" or a recurring sentence in the body of a man
+    page recur across a source because they are its content; structural lines are never removed."""
     if not line_hashes:
-        return text, 0
-    kept = [line for line in text.split("\n") if not line.strip() or line_hash(line) not in line_hashes]
-    n_removed = text.count("\n") + 1 - len(kept)
-    return _join(kept), n_removed
+        return text, []
+    from .structure import STRUCTURAL, parse
+
+    lines = text.split("\n")
+    parsed = parse(text)
+    # Head and tail only: in the body, a block of frequent lines is a recurring note ("New in version 3.3.",
+    # "If x is a NaN, a NaN is returned.", a translation credit), content that paragraph dedup thins out.
+    cut = chrome_lines(lines, lambda i: parsed[i].kind not in STRUCTURAL and line_hash(lines[i]) in line_hashes)
+    if not cut:
+        return text, []
+    return _join([line for i, line in enumerate(lines) if i not in cut]), [lines[i] for i in sorted(cut)]

@@ -76,6 +76,38 @@ def paragraph_languages(text: str) -> list[tuple[str, float, int]]:
     return out
 
 
+@dataclass(frozen=True)
+class UnitLanguage:
+    lines: tuple[int, ...]  # line indices of the unit in text.split("\n")
+    lang: str
+    prob: float
+    chars: int
+
+
+def unit_languages(text: str, min_chars: int = 100) -> list[UnitLanguage]:
+    """The language of each prose unit of the document (structure.parse: a wrapped paragraph, or one block
+    element of HTML-extracted text, where blocks are separated by single newlines). Code, tables and options
+    carry no language and are left out; units shorter than min_chars get near-random labels and are left out
+    too (they stay with their document)."""
+    from .structure import LANGUAGE_FREE, parse, units
+
+    lines = parse(text)
+    out = []
+    for indices in units(lines):
+        if lines[indices[0]].kind in LANGUAGE_FREE:
+            continue
+        chunk = " ".join(lines[i].text.strip() for i in indices)
+        # Judge only what reads as sentences: command output and identifier lists that slipped past parse()
+        # ("Config file /etc/x applies to device y", "locale.gettext(msg)") carry no language either.
+        prose = _prose_lines("\n".join(lines[i].text for i in indices))
+        if len(chunk) < min_chars or len(prose) < max(min_chars, 0.5 * len(chunk)):
+            continue
+        lang, prob = detect_language(chunk)
+        if lang != UNDETERMINED:
+            out.append(UnitLanguage(tuple(indices), lang, prob, len(chunk)))
+    return out
+
+
 def language_shares(text: str, min_score: float = 0.0) -> dict[str, float]:
     """Share of the document's paragraph characters per language, summing to 1 ({} for empty text).
 

@@ -28,7 +28,6 @@ _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A sentence: some word characters, then terminal punctuation (optionally closed by quotes/brackets),
 # then whitespace or the end. Good enough to count sentences without a tokenizer model.
 _SENTENCE_END = re.compile(r"\w[^.!?]*[.!?]+[\"'”’)\]]*(?=\s|$)")
-_BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 @dataclass(frozen=True)
@@ -151,10 +150,16 @@ TECHNICAL = dataclasses.replace(
     fw_max_dup_line_char_ratio=None,  # fences, table rules, "Returns:"; Gopher's duplicate-line shares remain
     fw_max_newlines_per_word=0.5,  # lists and code are line-dense, but a link list or tag cloud is denser
     # Code examples repeat short lines ("}", "let x = 1;") and identifiers: Gopher's line-level duplicate shares
-    # read that as spam. Paragraph duplicates and repeated 5-10-grams still count, with the top n-gram shares
-    # relaxed by half (on the Rust error index, 143 of 522 pages failed the line rule; the ones read were fine).
+    # read that as spam (on the Rust error index, 143 of 522 pages failed the line rule; the ones read were fine).
     max_dup_line_share=None, max_dup_line_char_share=None,
-    max_top_ngram_char_share=((2, 0.30), (3, 0.27), (4, 0.24)),
+    # A reference page repeats its templates ("Availability: Unix.", "Changed in version 3.3:", "Defaults to
+    # false.") in every entry; spam repeats whole passages. On 1,375 real pages (Python library docs, man pages
+    # and the Debian Reference in 5 languages; docs/benchmarks.md) the largest shares were: repeated 5-grams
+    # 0.31, 10-grams 0.28, top 2-gram 0.30, repeated paragraphs 0.42, and Gopher's bounds dropped 60 of them,
+    # every one a real page. A page pasted twice scores about 0.5 on all of these and is still caught.
+    max_dup_paragraph_share=0.5, max_dup_paragraph_char_share=0.45,
+    max_top_ngram_char_share=((2, 0.40), (3, 0.37), (4, 0.34)),
+    max_dup_ngram_char_share=((5, 0.45), (6, 0.44), (7, 0.43), (8, 0.42), (9, 0.41), (10, 0.40)),
 )
 
 
@@ -347,12 +352,20 @@ def _code(doc: _Doc, cfg: QualityConfig, out: list[Failure]) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# A sentence that introduces a list or an example ends with a colon, and a parenthesised one with ".)": both are
+# prose. C4 kept only . ! ? and quotes because on web pages such lines are rare and menus end in nothing.
+_C4_ALSO_ENDS = (":",)
+_CLOSERS = ")]}\"'”’»"
+
+
 def c4_line_reason(line: str, cfg: QualityConfig = PROSE) -> str | None:
     """Which C4 line rule drops this (non-blank) line, or None to keep it."""
     stripped = line.strip()
     if cfg.c4_drop_javascript_lines and "javascript" in stripped.lower():
         return "javascript"
-    if cfg.c4_terminal_punctuation is not None and not stripped.endswith(cfg.c4_terminal_punctuation):
+    ends = cfg.c4_terminal_punctuation
+    if ends is not None and not (stripped.endswith(ends + _C4_ALSO_ENDS)
+                                 or stripped.rstrip(_CLOSERS).endswith(ends + _C4_ALSO_ENDS)):
         return "no_terminal_punctuation"
     if cfg.c4_min_words_per_line is not None and len(stripped.split()) < cfg.c4_min_words_per_line:
         return "too_few_words"
@@ -360,11 +373,22 @@ def c4_line_reason(line: str, cfg: QualityConfig = PROSE) -> str | None:
 
 
 def c4_filter_lines(text: str, cfg: QualityConfig = PROSE) -> tuple[str, list[str]]:
-    """(text without the lines C4's line rules drop, the removed lines). Blank lines are kept as
-    paragraph breaks; a profile with the C4 line rules off (code) returns the text unchanged."""
-    kept, removed = [], []
-    for line in text.split("\n"):
-        (removed if line.strip() and c4_line_reason(line, cfg) else kept).append(line)
+    """(text without the lines C4's line rules drop, the removed pieces). The rules read logical lines: a
+    paragraph hard-wrapped over several lines (structure.parse) is judged by its last line and cut whole, or
+    C4 would keep only the last line of every wrapped paragraph. Blank lines stay as paragraph breaks; a
+    profile with the C4 line rules off (code, technical) returns the text unchanged."""
+    if cfg.c4_terminal_punctuation is None and cfg.c4_min_words_per_line is None and not cfg.c4_drop_javascript_lines:
+        return text, []
+    from .structure import parse, units, unit_text, without
+
+    lines = parse(text)
+    cut: set[int] = set()
+    removed = []
+    for indices in units(lines):
+        joined = " ".join(lines[i].text.strip() for i in indices)
+        if c4_line_reason(joined, cfg):
+            cut.update(indices)
+            removed.append(unit_text(lines, indices))
     if not removed:
         return text, removed
-    return _BLANK_RUNS.sub("\n\n", "\n".join(kept)).strip(), removed
+    return without(lines, cut), removed

@@ -88,13 +88,18 @@ class ParagraphDeduper:
         self._index = BandIndex(cfg.max_candidates_per_bucket)
         self.num_removed = {"exact": 0, "near": 0}
 
-    def process(self, doc_id: str, text: str) -> tuple[str, list[RemovedParagraph]]:
+    def process(self, doc_id: str, text: str, protected: frozenset[int] = frozenset()
+                ) -> tuple[str, list[RemovedParagraph]]:
+        """(text without the paragraphs seen in earlier documents, what was removed). Paragraphs whose index is in
+        `protected` (code, tables, option lists: structure.structural_paragraphs) are left alone: a translated
+        manual needs its command examples, though the original has them too."""
         doc_number = len(self._doc_ids)
         self._doc_ids.append(doc_id)
         parts = _PARAGRAPH_BREAK.split(text)
         paragraphs, separators = parts[0::2], parts[1::2]
         normalized = [normalize_to_bytes(p) for p in paragraphs]
-        eligible = [i for i, n in enumerate(normalized) if n and n.count(b" ") + 1 >= self.cfg.min_words]
+        eligible = [i for i, n in enumerate(normalized)
+                    if n and n.count(b" ") + 1 >= self.cfg.min_words and i not in protected]
         keys = {i: xxhash.xxh3_128_digest(normalized[i]) for i in eligible}
 
         removed: dict[int, RemovedParagraph] = {}

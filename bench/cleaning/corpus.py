@@ -1,0 +1,134 @@
+"""Build the real-text corpus of the cleaning benchmark from Debian documentation packages.
+
+Sources (one scratchlm source per genre and language):
+  man-en, man-de, man-fr, man-es   man pages rendered to plain text (man -l | col -bx, 80 columns, C.UTF-8)
+  debref-en/de/fr/es/it            the Debian Reference, HTML (one file per chapter)
+  pydoc-en                         the Python 3 library reference, HTML (python3-doc, library/*.html)
+
+Everything is deterministic for given package versions: files are sorted and a source over its cap takes an
+evenly spaced subset of the sorted list (not the first N, which would be all "a*" pages).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+PACKAGES = ["man-db", "groff-base", "bsdextrautils", "manpages", "manpages-dev", "manpages-de", "manpages-fr",
+            "manpages-es", "debian-reference-en", "debian-reference-de", "debian-reference-fr",
+            "debian-reference-es", "debian-reference-it", "python3-doc"]
+MAN_CAP = 250
+PYDOC_CAP = 300
+MAN_PACKAGES = {"en": ["manpages", "manpages-dev"], "de": ["manpages-de"], "fr": ["manpages-fr"],
+                "es": ["manpages-es"]}
+DEBREF_LANGS = ["en", "de", "fr", "es", "it"]
+DEBREF_DIR = Path("/usr/share/debian-reference")
+PYDOC_DIR = Path("/usr/share/doc/python3-doc/html/library")
+
+# (source name, genre, language, format)
+SOURCES = ([(f"man-{lang}", "manpages", lang, "text") for lang in MAN_PACKAGES]
+           + [(f"debref-{lang}", "manual", lang, "html") for lang in DEBREF_LANGS]
+           + [("pydoc-en", "manual", "en", "html")])
+
+ENV = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "MANWIDTH": "80", "MAN_KEEP_FORMATTING": "0",
+       "MANPAGER": "cat", "PAGER": "cat"}
+
+
+def install_packages() -> None:
+    missing = [p for p in PACKAGES
+               if subprocess.run(["dpkg-query", "-W", "-f", "${Status}", p], capture_output=True,
+                                 text=True).stdout.strip() != "install ok installed"]
+    if not missing:
+        return
+    print(f"installing {' '.join(missing)}", flush=True)
+    subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", *missing], check=True,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def package_versions() -> dict[str, str]:
+    out = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\n", *PACKAGES], capture_output=True,
+                         text=True).stdout
+    return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+
+def evenly(items: list, cap: int) -> list:
+    items = sorted(items)
+    if len(items) <= cap:
+        return items
+    return [items[(i * len(items)) // cap] for i in range(cap)]
+
+
+def _is_stub(path: Path) -> bool:
+    """A man page that is only a `.so other-page` link (rendering it would duplicate the target)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        return True
+    lines = [line for line in head.splitlines() if line.strip() and not line.startswith(('.\\"', "'\\\""))]
+    return len(lines) <= 2 and any(line.startswith(".so ") for line in lines)
+
+
+def man_files(lang: str) -> list[Path]:
+    out = subprocess.run(["dpkg-query", "-L", *MAN_PACKAGES[lang]], capture_output=True, text=True).stdout
+    want = "/usr/share/man/man" if lang == "en" else f"/usr/share/man/{lang}/man"
+    files = [Path(p) for p in out.splitlines() if p.startswith(want) and p.endswith(".gz") and Path(p).is_file()
+             and not Path(p).is_symlink()]
+    return [p for p in sorted(files) if not _is_stub(p)]
+
+
+def render_man(path: Path) -> str:
+    man = subprocess.run(["man", "-l", str(path)], capture_output=True, env=ENV, timeout=120)
+    col = subprocess.run(["col", "-bx"], input=man.stdout, capture_output=True, env=ENV, timeout=60)
+    return col.stdout.decode("utf-8", errors="replace")
+
+
+def build(root: Path) -> dict:
+    """Write root/corpus/<source>/... and root/corpus/manifest.json; returns the manifest."""
+    install_packages()
+    corpus = root / "corpus"
+    if corpus.exists():
+        shutil.rmtree(corpus)
+    manifest = {"packages": package_versions(), "sources": {}}
+    for name, genre, lang, fmt in SOURCES:
+        out = corpus / name
+        out.mkdir(parents=True)
+        files: list[str] = []
+        if genre == "manpages":
+            picks = evenly(man_files(lang), MAN_CAP)
+            with ThreadPoolExecutor(4) as pool:
+                texts = list(pool.map(render_man, picks))
+            for path, text in zip(picks, texts):
+                if not text.strip():
+                    continue
+                dst = out / (path.name[: -len(".gz")] + ".txt")
+                dst.write_text(text, encoding="utf-8")
+                files.append(dst.name)
+        elif name.startswith("debref"):
+            for path in sorted(DEBREF_DIR.glob(f"*.{lang}.html")):
+                dst = out / path.name.replace(f".{lang}.html", ".html")
+                shutil.copyfile(path, dst)
+                files.append(dst.name)
+        else:
+            for path in evenly(list(PYDOC_DIR.glob("*.html")), PYDOC_CAP):
+                shutil.copyfile(path, out / path.name)
+                files.append(path.name)
+        size = sum((out / f).stat().st_size for f in files)
+        manifest["sources"][name] = {"genre": genre, "language": lang, "format": fmt, "files": len(files),
+                                     "bytes": size}
+        print(f"{name}: {len(files)} files, {size / 1e6:.2f} MB", flush=True)
+    (corpus / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def config_toml(root: Path, system: str) -> str:
+    lines = ["[run]", f'workdir = "{root / "runs" / system / "work"}"', "", "[data]", 'languages = ["en"]', ""]
+    for name, genre, lang, fmt in SOURCES:
+        lines += ["[[data.sources]]", f'name = "{name}"', f'domain = "{genre}"',
+                  f'path = "{root / "corpus" / name}"', f'format = "{fmt}"', 'profile = "technical"',
+                  f'languages = ["{lang}"]', ""]
+    return "\n".join(lines)

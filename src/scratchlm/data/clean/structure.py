@@ -1,0 +1,291 @@
+"""The shape of a plain-text document: which lines are headings, options, tables, code or prose, and which
+physical lines wrap one sentence.
+
+Line rules written for web crawl (C4's, repeated lines, boilerplate keywords) read a man page or a manual as a
+list of independent lines. It is not: "DESCRIPTION" and "-v, --verbose" are its skeleton, a hard-wrapped
+paragraph is one sentence over several lines, and an indented example is code. The cleaning steps use this
+module so that they
+- never cut a structural line (heading, option, table row, code) because it recurs or lacks punctuation,
+- cut a wrapped paragraph whole or not at all (a cut inside it would leave half a sentence behind),
+- read the language of prose units only (code, tables and options carry no language).
+
+parse() is a handful of regular expressions per line; it needs no model and no corpus statistics.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+BLANK, HEADING, OPTION, TABLE, CODE, LIST, PROSE = "blank", "heading", "option", "table", "code", "list", "prose"
+STRUCTURAL = frozenset({HEADING, OPTION, TABLE, CODE})  # never cut by a line rule
+LANGUAGE_FREE = frozenset({OPTION, TABLE, CODE})  # never judged or cut by the language step
+
+# Ends a sentence in the scripts we ship rules for (language_rules.json has the per-language sets; this union
+# is what wrap detection needs, where the language is not known yet).
+SENTENCE_END = tuple(".!?…。！？।॥؟۔։።။") + tuple("\"'”’»)")
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+_UNDERLINE = re.compile(r"^\s*([=\-~^\"*+#])\1{2,}\s*$")
+_NUMBERED_HEADING = re.compile(r"^\s*(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
+# "-v, --verbose", "--color[=WHEN]", "+N", "-o option": a dash glued to a letter or digit.
+_OPTION = re.compile(r"^\s*(--?|\+)[A-Za-z0-9?@#]")
+# "Storage=", "ExecStart=, ExecStartPre=": the keys of a configuration reference, one per line.
+_CONFIG_KEY = re.compile(r"^\s*[A-Za-z_][\w.\-]*=\S*(,\s*[A-Za-z_][\w.\-]*=\S*)*\s*$")
+_LIST = re.compile(r"^\s*([-*•●○▪◦‣⁃–]|\d{1,3}[.)]|[a-z][.)])\s+\S")
+_PROMPT = re.compile(r"^\s*(\$|%|>>>|\.\.\.|[A-Z]:\\>|\w+@[\w.-]+[:$#])\s")
+_COLUMN_GAP = re.compile(r"\S(\s{3,}|\t+)(?=\S)")
+_TABLE_RULE = re.compile(r"^\s*[+|]?[-=+|: ]{5,}$")
+# One token that is a qualified name or a call: "locale.gettext(msg)", "os.RTLD_LAZY", "/etc/apt/sources.list".
+_IDENTIFIER = re.compile(r"^(?=\S*(?:[._/:]\w|\w\())[\w$@~./:-]+(\([^)]*\))?[;,]?$")
+_CODE_CHARS = frozenset("{}[]()<>=;$|&*\\/_@%^~#`")
+_LETTER = re.compile(r"[^\W\d_]")
+_NAV_MARKS = re.compile(r" [|>/] |[•»›]")  # "Prev | Up | Next" left of a man page's body is chrome, not a title
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    kind: str
+    block: int  # blank-line-separated block number
+    unit: int  # lines of one unit wrap one paragraph (or are one structural line); -1 for blank lines
+
+
+def _is_all_caps_heading(s: str) -> bool:
+    letters = _LETTER.findall(s)
+    cased = [c for c in letters if c.lower() != c.upper()]
+    return (len(letters) >= 3 and len(cased) >= 0.9 * len(letters) and cased
+            and sum(c.isupper() for c in cased) >= 0.9 * len(cased)
+            and len(s.split()) <= 8 and not s.rstrip().endswith((".", ",", ";")))
+
+
+def _code_share(s: str) -> float:
+    chars = [c for c in s if not c.isspace()]
+    return sum(c in _CODE_CHARS for c in chars) / max(len(chars), 1)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _reads_as_prose(block: list[str]) -> bool:
+    words = [len(line.split()) for line in block]
+    text = " ".join(block)
+    letters = len(_LETTER.findall(text)) / max(len(text.replace(" ", "")), 1)
+    return sum(words) / max(len(words), 1) >= 5 and letters >= 0.75
+
+
+def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_is_code: bool) -> str:
+    s = line.strip()
+    if not s:
+        return BLANK
+    if _MD_HEADING.match(line) or _UNDERLINE.match(line) or _is_all_caps_heading(s):
+        return HEADING
+    if next_line is not None and _UNDERLINE.match(next_line) and len(s.split()) <= 12:
+        return HEADING
+    # A line that starts like an option or a numbered item but follows an unfinished sentence is that
+    # sentence's wrapped tail ("... unless the\n--reinstall option is given").
+    starts_element = not prev.strip() or prev.rstrip().endswith(SENTENCE_END + (":",)) or _kind_hint(prev)
+    indent = _indent(line)
+    if starts_element and (_OPTION.match(line) or _CONFIG_KEY.match(line)):
+        return OPTION
+    # Man pages and other rendered manuals: body text at one indentation, subsection titles to its left,
+    # examples in blocks of their own further to its right.
+    if body_indent >= 2 and indent < body_indent and len(s.split()) <= 10 and not s.endswith(SENTENCE_END[:8]) \
+            and not _NAV_MARKS.search(s):
+        return HEADING
+    if block_is_code:
+        return CODE
+    # One "A | B | C" line is a nav bar; a table has rows above or below it.
+    rows = s.count(" | ") >= 2 and (" | " in prev or " | " in (next_line or ""))
+    if s.startswith("|") or rows or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
+        return TABLE
+    if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s):
+        return CODE
+    if starts_element and _NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
+            and not s.endswith(SENTENCE_END[:8]):
+        return HEADING
+    if starts_element and _LIST.match(line):
+        return LIST
+    return PROSE
+
+
+def _kind_hint(prev: str) -> bool:
+    """Whether the previous line is itself an option or a heading, after which a new element starts."""
+    return bool(_OPTION.match(prev) or _CONFIG_KEY.match(prev) or _is_all_caps_heading(prev.strip()))
+
+
+def _continues(prev: str, line: str, wrap_width: int) -> bool:
+    """Does `line` carry on the sentence of `prev` (a hard wrap), rather than start a new block element?"""
+    p, s = prev.rstrip(), line.lstrip()
+    if not s:
+        return False
+    if s[0].islower() or s[0] in ",;:)]}":
+        return True
+    # A line that fills the width and ends without punctuation was wrapped mid-sentence.
+    return len(p) >= 0.6 * wrap_width and not p.endswith(SENTENCE_END + (":",))
+
+
+def _body_indent(raw: list[str]) -> int:
+    """The most common indentation of lines that read like sentences (4 words or more)."""
+    counts: dict[int, int] = {}
+    for line in raw:
+        if len(line.split()) >= 4:
+            counts[_indent(line)] = counts.get(_indent(line), 0) + 1
+    return max(counts, key=lambda k: (counts[k], -k)) if counts else 0
+
+
+def _code_blocks(raw: list[str], body_indent: int) -> list[bool]:
+    """For each line: is it in a run of lines set off to the right of the body text, opening a block of its own
+    (after a blank line or a heading), that does not read as prose? That is an example, a configuration
+    snippet or command output; the indented description under an option line is prose."""
+    out = [False] * len(raw)
+    i = 0
+    while i < len(raw):
+        deeper = raw[i].strip() and _indent(raw[i]) >= body_indent + 3
+        opens = i == 0 or not raw[i - 1].strip() or _indent(raw[i - 1]) < body_indent
+        if not (deeper and opens):
+            i += 1
+            continue
+        j = i
+        while j < len(raw) and raw[j].strip() and _indent(raw[j]) >= body_indent + 3:
+            j += 1
+        if not _reads_as_prose(raw[i:j]):
+            out[i:j] = [True] * (j - i)
+        i = j
+    return out
+
+
+def parse(text: str) -> list[Line]:
+    raw = text.split("\n")
+    lengths = sorted(len(r.rstrip()) for r in raw if r.strip())
+    # The wrap width of hard-wrapped text: long lines cluster just below it (72, 80, ...). Single-line
+    # paragraphs (HTML-extracted text) make it large, so nothing is joined by the width test there.
+    wrap_width = lengths[int(0.9 * (len(lengths) - 1))] if lengths else 80
+    body_indent = _body_indent(raw)
+    code_block = _code_blocks(raw, body_indent)
+    out: list[Line] = []
+    in_fence, block, unit = False, 0, -1
+    prev_kind, prev_text = BLANK, ""
+    for i, line in enumerate(raw):
+        fence = bool(_FENCE.match(line))
+        if in_fence or fence:
+            kind = CODE
+            in_fence = in_fence != fence
+        else:
+            kind = _kind(line, raw[i - 1] if i else "", raw[i + 1] if i + 1 < len(raw) else None, body_indent,
+                         code_block[i])
+        if kind == BLANK:
+            if prev_kind != BLANK:
+                block += 1
+            out.append(Line(line, kind, block, -1))
+            prev_kind, prev_text = kind, line
+            continue
+        joins = (kind == PROSE and prev_kind in (PROSE, LIST) and _continues(prev_text, line, wrap_width))
+        if not joins:
+            unit += 1
+        out.append(Line(line, kind, block, unit))
+        prev_kind, prev_text = (prev_kind if joins and prev_kind == LIST else kind), line
+    return out
+
+
+def units(lines: list[Line]) -> list[list[int]]:
+    """Line indices of each unit, in order."""
+    groups: dict[int, list[int]] = {}
+    for i, line in enumerate(lines):
+        if line.unit >= 0:
+            groups.setdefault(line.unit, []).append(i)
+    return list(groups.values())
+
+
+def unit_text(lines: list[Line], indices: list[int]) -> str:
+    return "\n".join(lines[i].text for i in indices)
+
+
+def widen_to_units(lines: list[Line], cut: set[int]) -> set[int]:
+    """A cut that takes part of a wrapped paragraph takes all of it, so no sentence is left broken."""
+    wanted = {lines[i].unit for i in cut if lines[i].unit >= 0}
+    return {i for i, line in enumerate(lines) if line.unit in wanted}
+
+
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def without(lines: list[Line], cut: set[int]) -> str:
+    """The text with the cut lines removed; the blank lines they leave behind collapse to paragraph breaks."""
+    return _BLANK_RUNS.sub("\n\n", "\n".join(line.text for i, line in enumerate(lines) if i not in cut)).strip()
+
+
+def context(lines: list[Line], indices: list[int], around: int = 2) -> str:
+    """The removed lines (marked `>>`) with up to `around` non-blank neighbours on each side: what a person
+    auditing the cut needs to judge it."""
+    lo, hi = min(indices), max(indices)
+    before = [i for i in range(lo - 1, -1, -1) if lines[i].kind != BLANK][:around][::-1]
+    after = [i for i in range(hi + 1, len(lines)) if lines[i].kind != BLANK][:around]
+    picked = set(indices)
+    return "\n".join((">> " if i in picked else "   ") + lines[i].text.strip()
+                     for i in before + list(range(lo, hi + 1)) + after if i in picked or lines[i].kind != BLANK)
+
+
+def heading_share(text: str) -> float:
+    """Share of the non-blank characters that sit in headings and other lines too short to say anything (a
+    page reduced to its table of contents)."""
+    lines = parse(text)
+    total = sum(len(line.text.strip()) for line in lines if line.kind != BLANK)
+    skeletal = sum(len(line.text.strip()) for line in lines
+                   if line.kind == HEADING or (line.kind in (PROSE, LIST) and len(line.text.split()) <= 4))
+    return skeletal / total if total else 0.0
+
+
+def piece_contexts(original: str, pieces: list[str], around: int = 2) -> list[str]:
+    """context() for pieces cut out of `original`, found in order (a piece is one or more whole lines)."""
+    lines = parse(original)
+    raw = [line.text for line in lines]
+    out, start = [], 0
+    for piece in pieces:
+        n = piece.count("\n") + 1
+        first = piece.split("\n")[0]
+        at = next((i for i in range(start, len(raw)) if raw[i] == first and raw[i:i + n] == piece.split("\n")),
+                  None)
+        if at is None:
+            at = next((i for i in range(len(raw)) if raw[i:i + n] == piece.split("\n")), None)
+        if at is None:  # rebuilt text (joined paragraphs): no line-exact position
+            out.append("")
+            continue
+        out.append(context(lines, list(range(at, at + n)), around))
+        start = at + n
+    return out
+
+
+SKELETON_HEADING_SHARE = 0.5  # a cut page that is at least this much headings is a table of contents
+SKELETON_KEPT_SHARE = 0.2  # ... when cuts took at least 80% of it (a short page losing its boilerplate is a page)
+
+
+def skeleton_reason(text: str, chars_read: int, min_chars: int) -> str | None:
+    """Why line and paragraph removals left this document as a skeleton not worth training on, or None."""
+    if len(text) < min_chars <= chars_read:
+        return f"{len(text):,} of {chars_read:,} characters left after line and paragraph removal (< {min_chars})"
+    if len(text) < SKELETON_KEPT_SHARE * chars_read and (share := heading_share(text)) >= SKELETON_HEADING_SHARE:
+        return (f"{len(text):,} of {chars_read:,} characters left after removals, {share:.0%} of them headings "
+                f"and fragments")
+    return None
+
+
+_PARAGRAPH_BREAK = re.compile(r"(\r?\n(?:[ \t]*\r?\n)+)")  # the paragraph deduper's boundary
+
+
+def structural_paragraphs(text: str) -> frozenset[int]:
+    """Indices of the blank-line-separated paragraphs that are mostly structure (code, tables, options,
+    headings) rather than prose, or that document an option (its line and its description): a man page keeps
+    its options even when another page describes `--help` in the same words."""
+    lines = parse(text)
+    out, line_no = set(), 0
+    parts = _PARAGRAPH_BREAK.split(text)
+    for i, paragraph in enumerate(parts[0::2]):
+        span = lines[line_no:line_no + paragraph.count("\n") + 1]
+        total = sum(len(line.text.strip()) for line in span)
+        structural = sum(len(line.text.strip()) for line in span if line.kind in STRUCTURAL)
+        if total and (structural >= 0.5 * total or (span and span[0].kind == OPTION)):
+            out.add(i)
+        line_no += paragraph.count("\n") + (parts[2 * i + 1].count("\n") if 2 * i + 1 < len(parts) else 0)
+    return frozenset(out)
