@@ -100,7 +100,7 @@ def _site_docs(n: int, rng: random.Random) -> list[str]:
     docs = []
     for i in range(n):
         body = [f"Story {i} paragraph {j}: " + " ".join(rng.choice(["red", "blue", "green", "fast", "slow", "river", "hill"])
-                for _ in range(12)) for j in range(4)]
+                for _ in range(12)) + "." for j in range(4)]  # sentences: the footer is not their wrapped tail
         docs.append("\n".join(body + [footer]))
     return docs
 

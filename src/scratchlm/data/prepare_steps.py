@@ -103,6 +103,11 @@ def repeated_lines_doc(doc: dict, ctx: StepContext) -> dict | None:
     return None if _too_short(doc, ctx, ctx.settings) else doc
 
 
+# A document keeps its wanted-language prose, minus the foreign units, unless that prose is under this share: a
+# half-translated man page is a page in the wanted language with holes, not a foreign page.
+MIN_WANTED_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class LanguageSettings:
     min_score: float
@@ -127,7 +132,8 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
         foreign_chars = sum(u.chars for u in foreign)
         # A document without judged prose (short, or all code) is judged whole; a confident foreign label
         # drops it, a wanted one keeps it whatever its probability (short pages score low on any language).
-        if (judged and foreign_chars > wanted) or (not judged and lang not in keep_langs and lang != UNDETERMINED):
+        mostly_foreign = foreign_chars > (1 - MIN_WANTED_SHARE) * (wanted + foreign_chars)
+        if (judged and mostly_foreign) or (not judged and lang not in keep_langs and lang != UNDETERMINED):
             shares = ", ".join(f"{k} {n / max(sum(chars.values()), 1):.0%}"
                                for k, n in sorted(chars.items(), key=lambda kv: -kv[1])[:3])
             why = (f"prose units by language: {shares}; keeps {list(keep_langs)}" if judged

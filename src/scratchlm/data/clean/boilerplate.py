@@ -119,6 +119,9 @@ def _is_nav_line(low: str, cfg: BoilerplateConfig) -> bool:
                for item in items)
 
 
+_NOTICE = re.compile(r"^\s*(copyright\b|©|\(c\)\s*\d)", re.IGNORECASE)
+_NOTICE_MAX_WORDS = 15
+
 # Reasons that mark a line as chrome even standing alone in the body; a lone "Next", "Privacy Policy" or
 # "A | B | C" line there is as likely a term, a heading or a value.
 _BANNERS = frozenset({"cookie", "share", "newsletter", "browser", "comments", "prompt"})
@@ -153,12 +156,20 @@ def strip_boilerplate_lines(text: str, cfg: BoilerplateConfig = BoilerplateConfi
     """(text without its boilerplate, the removed lines as they were). Boilerplate is page chrome: lines the
     pattern rules recognise at the start or end of the page or in blocks of their own (chrome_lines). A
     "Print", "next" or "close" line inside the body of a reference page is a term, not a button."""
-    from .structure import STRUCTURAL, parse
+    from .structure import HEADING, OPTION, STRUCTURAL, TABLE, parse, widen_to_units
 
     lines = text.split("\n")
     parsed = parse(text)
     reasons = [None if parsed[i].kind in STRUCTURAL else boilerplate_reason(line, cfg) for i, line in enumerate(lines)]
     cut = chrome_lines(lines, lambda i: reasons[i] is not None, lambda i: reasons[i] in _BANNERS)
+    cut = widen_to_units(parsed, cut)  # a banner wrapped over two lines goes whole
+    # A copyright notice is a footer wherever the page put it (a man page's COPYRIGHT section sits above its
+    # last line); it goes with the wrapped paragraph it opens, so no half sentence is left behind.
+    # (A year list reads as data to parse(), so only headings, options and table rows are exempt.)
+    notices = {i for i, line in enumerate(lines)
+               if parsed[i].kind not in (HEADING, OPTION, TABLE) and _NOTICE.match(line)
+               and len(line.split()) <= _NOTICE_MAX_WORDS}
+    cut |= widen_to_units(parsed, notices)
     if not cut:
         return text, []
     removed = [lines[i] for i in sorted(cut)]
@@ -278,17 +289,19 @@ class RepeatedLineFinder:
 def remove_lines(text: str, line_hashes: set[int]) -> tuple[str, list[str]]:
     """(text without the page chrome among the lines whose line_hash is in line_hashes, the removed lines).
 
-    A frequent line is template only where chrome stands: at the start or end of the page (chrome_lines). "DESCRIPTION", "-v, --verbose" or a recurring sentence in the body of a man
-    page recur across a source because they are its content; structural lines are never removed."""
+    A frequent line is template only where chrome stands: at the start or end of the page (chrome_lines).
+    "DESCRIPTION", "-v, --verbose" or a recurring sentence in the body of a man page recur across a source
+    because they are its content; structural lines are never removed."""
     if not line_hashes:
         return text, []
-    from .structure import STRUCTURAL, parse
+    from .structure import STRUCTURAL, parse, widen_to_units
 
     lines = text.split("\n")
     parsed = parse(text)
     # Head and tail only: in the body, a block of frequent lines is a recurring note ("New in version 3.3.",
     # "If x is a NaN, a NaN is returned.", a translation credit), content that paragraph dedup thins out.
     cut = chrome_lines(lines, lambda i: parsed[i].kind not in STRUCTURAL and line_hash(lines[i]) in line_hashes)
+    cut = widen_to_units(parsed, cut)  # a template sentence wrapped over two lines goes whole
     if not cut:
         return text, []
     return _join([line for i, line in enumerate(lines) if i not in cut]), [lines[i] for i in sorted(cut)]

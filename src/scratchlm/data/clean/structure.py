@@ -38,6 +38,7 @@ _COLUMN_GAP = re.compile(r"\S(\s{3,}|\t+)(?=\S)")
 _TABLE_RULE = re.compile(r"^\s*[+|]?[-=+|: ]{5,}$")
 # One token that is a qualified name or a call: "locale.gettext(msg)", "os.RTLD_LAZY", "/etc/apt/sources.list".
 _IDENTIFIER = re.compile(r"^(?=\S*(?:[._/:]\w|\w\())[\w$@~./:-]+(\([^)]*\))?[;,]?$")
+_MAN_REF = re.compile(r"^[\w.:+-]+\(\d\w*\)[,.;]?$")
 _CODE_CHARS = frozenset("{}[]()<>=;$|&*\\/_@%^~#`")
 _LETTER = re.compile(r"[^\W\d_]")
 _NAV_MARKS = re.compile(r" [|>/] |[•»›]")  # "Prev | Up | Next" left of a man page's body is chrome, not a title
@@ -62,6 +63,19 @@ def _is_all_caps_heading(s: str) -> bool:
 def _code_share(s: str) -> float:
     chars = [c for c in s if not c.isspace()]
     return sum(c in _CODE_CHARS for c in chars) / max(len(chars), 1)
+
+
+def _is_ref_list(s: str) -> bool:
+    """A SEE ALSO line: "chcpu(1), chrt(1), lscpu(1), ps(1),"."""
+    tokens = s.split()
+    return len(tokens) >= 2 and sum(bool(_MAN_REF.match(t)) for t in tokens) >= 0.6 * len(tokens)
+
+
+def _data_share(s: str) -> float:
+    """Digits and symbols among the visible characters: high in command output and tables of numbers
+    ("-rw-r--r-- 1 root root 17 Oct 16 21:42 foo"), under 0.15 in sentences that mention versions."""
+    chars = [c for c in s if not c.isspace()]
+    return sum(c.isdigit() or c in _CODE_CHARS or c in "-+.,:" for c in chars) / max(len(chars), 1)
 
 
 def _indent(line: str) -> int:
@@ -100,7 +114,8 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
     rows = s.count(" | ") >= 2 and (" | " in prev or " | " in (next_line or ""))
     if s.startswith("|") or rows or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
         return TABLE
-    if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s):
+    if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s) or _is_ref_list(s) \
+            or (_data_share(s) >= 0.35 and len(s) >= 8):
         return CODE
     if starts_element and _NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
             and not s.endswith(SENTENCE_END[:8]):
@@ -202,10 +217,16 @@ def unit_text(lines: list[Line], indices: list[int]) -> str:
     return "\n".join(lines[i].text for i in indices)
 
 
-def widen_to_units(lines: list[Line], cut: set[int]) -> set[int]:
-    """A cut that takes part of a wrapped paragraph takes all of it, so no sentence is left broken."""
-    wanted = {lines[i].unit for i in cut if lines[i].unit >= 0}
-    return {i for i, line in enumerate(lines) if line.unit in wanted}
+def widen_to_units(lines: list[Line], cut: set[int], max_lines: int = 4) -> set[int]:
+    """A cut that takes part of a wrapped paragraph takes all of it, so no sentence is left broken; a paragraph
+    longer than max_lines is not chrome that wrapped, and a cut into it is withdrawn instead."""
+    size: dict[int, int] = {}
+    for line in lines:
+        size[line.unit] = size.get(line.unit, 0) + 1
+    partial = {lines[i].unit for i in cut if lines[i].unit >= 0}
+    wanted = {u for u in partial if size[u] <= max_lines}
+    whole = {i for i, line in enumerate(lines) if line.unit in wanted}
+    return whole | {i for i in cut if lines[i].unit < 0}
 
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
@@ -233,7 +254,7 @@ def heading_share(text: str) -> float:
     lines = parse(text)
     total = sum(len(line.text.strip()) for line in lines if line.kind != BLANK)
     skeletal = sum(len(line.text.strip()) for line in lines
-                   if line.kind == HEADING or (line.kind in (PROSE, LIST) and len(line.text.split()) <= 4))
+                   if line.kind == HEADING or len(line.text.split()) <= 4)
     return skeletal / total if total else 0.0
 
 
@@ -258,6 +279,7 @@ def piece_contexts(original: str, pieces: list[str], around: int = 2) -> list[st
 
 
 SKELETON_HEADING_SHARE = 0.5  # a cut page that is at least this much headings is a table of contents
+STUB_CHARS = 1000  # a page this short that ends by introducing something ("The modules are:") lost it
 SKELETON_KEPT_SHARE = 0.2  # ... when cuts took at least 80% of it (a short page losing its boilerplate is a page)
 
 
@@ -268,6 +290,9 @@ def skeleton_reason(text: str, chars_read: int, min_chars: int) -> str | None:
     if len(text) < SKELETON_KEPT_SHARE * chars_read and (share := heading_share(text)) >= SKELETON_HEADING_SHARE:
         return (f"{len(text):,} of {chars_read:,} characters left after removals, {share:.0%} of them headings "
                 f"and fragments")
+    if len(text) < STUB_CHARS and text.rstrip().endswith(":"):
+        return (f"{len(text):,} characters ending in a colon: a page whose list or example was lost "
+                f"(a chapter index whose links the extraction dropped)")
     return None
 
 
@@ -276,8 +301,8 @@ _PARAGRAPH_BREAK = re.compile(r"(\r?\n(?:[ \t]*\r?\n)+)")  # the paragraph dedup
 
 def structural_paragraphs(text: str) -> frozenset[int]:
     """Indices of the blank-line-separated paragraphs that are mostly structure (code, tables, options,
-    headings) rather than prose, or that document an option (its line and its description): a man page keeps
-    its options even when another page describes `--help` in the same words."""
+    headings) rather than prose, that document an option (its line and its description), or that are a short
+    section: a man page keeps its options and its SEE ALSO even when another page has them in the same words."""
     lines = parse(text)
     out, line_no = set(), 0
     parts = _PARAGRAPH_BREAK.split(text)
@@ -285,7 +310,10 @@ def structural_paragraphs(text: str) -> frozenset[int]:
         span = lines[line_no:line_no + paragraph.count("\n") + 1]
         total = sum(len(line.text.strip()) for line in span)
         structural = sum(len(line.text.strip()) for line in span if line.kind in STRUCTURAL)
-        if total and (structural >= 0.5 * total or (span and span[0].kind == OPTION)):
+        body = [line for line in span[1:] if line.kind != BLANK]
+        # A section that is a heading and a line or three (LIBRARY, SEE ALSO) belongs to its page, repeated or not.
+        short_section = bool(span) and span[0].kind == HEADING and len(body) <= 3
+        if total and (structural >= 0.5 * total or (span and span[0].kind == OPTION) or short_section):
             out.add(i)
         line_no += paragraph.count("\n") + (parts[2 * i + 1].count("\n") if 2 * i + 1 < len(parts) else 0)
     return frozenset(out)
