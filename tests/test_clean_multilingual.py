@@ -203,3 +203,38 @@ def test_a_language_without_a_list_has_the_rule_off_and_the_report_says_so(tmp_p
     assert unknown.min_stop_words is None and "stop_words" in off
     ja, off = settings.for_language("ja")
     assert ja.min_words is None and ja.c4_terminal_punctuation is not None and "。" in ja.c4_terminal_punctuation
+
+
+def test_repetition_rules_tell_a_reference_page_from_a_pasted_one():
+    from scratchlm.data.clean.quality import TECHNICAL, quality_verdict
+
+    # real reference pages (apt 2.6.1's manual, GPL-2+): entries that repeat their templates
+    for name in ("apt.conf.5.txt", "apt_preferences.5.txt"):
+        page = (Path(__file__).parent / "fixtures" / "reference" / name).read_text()
+        assert quality_verdict(page, TECHNICAL) == [], name
+    assert any(f.rule.startswith("gopher_dup_") for f in quality_verdict(page + "\n\n" + page, TECHNICAL))
+
+
+def test_paragraph_dedup_leaves_options_and_code_alone_but_removes_repeated_prose():
+    from scratchlm.data.clean.structure import structural_paragraphs
+    from scratchlm.data.dedup import ParagraphDeduper
+
+    credits = ("Die deutsche Übersetzung dieser Handbuchseite wurde von Martin Schulze und Helge Kreutzmann "
+               "erstellt und ist Freie Dokumentation unter der GNU General Public License Version 3.")
+    option = "       --help\n              display this help text and exit, and ignore all other arguments given"
+    example = "       $ tar -czf backup.tar.gz /etc /home/user/documents /var/log/syslog"
+    docs = [f"NAME\n       tool{i} - does thing {i}\n\n{option}\n\n{example}\n\n{credits}" for i in range(2)]
+    dedup = ParagraphDeduper()
+    dedup.process("a", docs[0], structural_paragraphs(docs[0]))
+    text, removed = dedup.process("b", docs[1], structural_paragraphs(docs[1]))
+    assert [r.index for r in removed] == [3]  # the translation credits; the option and the example stay
+    assert "--help" in text and "tar -czf" in text
+
+
+def test_a_copyright_notice_goes_even_above_the_last_line_of_a_man_page():
+    page = ("NAME\n       gzip - compress files\n\nCOPYRIGHT\n       Copyright © 1998-1999, 2001-2002, 2012, 2015-2022 "
+            "Free Software Founda‐\n       tion, Inc.\n\n       Permission is granted to copy this manual.\n\n"
+            "GNU                               2022-04-08                           GZIP(1)")
+    cleaned, removed = strip_boilerplate_lines(page)
+    assert len(removed) == 2 and "Founda‐" in removed[0] and removed[1].strip() == "tion, Inc."  # the wrapped unit
+    assert "Permission is granted" in cleaned and "COPYRIGHT" in cleaned and "GZIP(1)" in cleaned

@@ -89,7 +89,8 @@ def prepare_data(cfg: Config, out: Path) -> dict:
         run.local("quality", S.quality_doc, d.min_chars,
                   state=lambda u: QualitySettings.of_source(sources[u.source], d),
                   applies=enabled("quality"))
-        run.local("promo", S.promo_doc, d.promo_threshold, applies=enabled("promo", prose))
+        run.local("promo", S.promo_doc, d.promo_threshold, state=lambda u: profile[u.source],
+                  applies=enabled("promo", prose))
 
         para_decisions, para_report, survivors = run.timed(
             "find_duplicate_paragraphs", paragraph_duplicates, run, d, cache, {u.name for u in units if prose(u)})

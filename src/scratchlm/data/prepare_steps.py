@@ -105,7 +105,7 @@ def repeated_lines_doc(doc: dict, ctx: StepContext) -> dict | None:
 
 # A document keeps its wanted-language prose, minus the foreign units, unless that prose is under this share: a
 # half-translated man page is a page in the wanted language with holes, not a foreign page.
-MIN_WANTED_SHARE = 0.25
+MIN_WANTED_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def promo_doc(doc: dict, ctx: StepContext) -> dict | None:
     """Promotional, spam and templated (auto-generated) text."""
     if ctx.skips("promotional"):
         return doc
-    score = promo_score(doc["text"]).total
+    score = promo_score(doc["text"], templates=ctx.state != "technical").total
     ctx.note("promo", "promotional" if score >= ctx.settings else "not promotional")
     ctx.note("promo_score_decile", f"{min(int(score * 10), 9) / 10:.1f}")
     if score >= ctx.settings:

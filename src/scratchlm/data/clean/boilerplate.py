@@ -119,7 +119,9 @@ def _is_nav_line(low: str, cfg: BoilerplateConfig) -> bool:
                for item in items)
 
 
-_NOTICE = re.compile(r"^\s*(copyright\b|©|\(c\)\s*\d)", re.IGNORECASE)
+# "Copyright © 2022 ...", "Copyright 2000-2022 ...", "© 1998 ...": a notice, not a sentence about copyright
+# ("copyright conditions. Note that ...", "Copyright-Bedingungen der Übersetzung ...").
+_NOTICE = re.compile(r"^\s*(copyright\s+(©|\(c\)|\d{4})|©\s*\d|\(c\)\s*\d)", re.IGNORECASE)
 _NOTICE_MAX_WORDS = 15
 
 # Reasons that mark a line as chrome even standing alone in the body; a lone "Next", "Privacy Policy" or
@@ -169,6 +171,8 @@ def strip_boilerplate_lines(text: str, cfg: BoilerplateConfig = BoilerplateConfi
     notices = {i for i, line in enumerate(lines)
                if parsed[i].kind not in (HEADING, OPTION, TABLE) and _NOTICE.match(line)
                and len(line.split()) <= _NOTICE_MAX_WORDS}
+    # a word hyphenated across the line end ("Founda‐" / "tion, Inc.") takes the next line with it
+    notices |= {i + 1 for i in notices if lines[i].rstrip().endswith(("-", "‐")) and i + 1 < len(lines)}
     cut |= widen_to_units(parsed, notices)
     if not cut:
         return text, []

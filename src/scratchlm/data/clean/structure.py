@@ -65,6 +65,14 @@ def _code_share(s: str) -> float:
     return sum(c in _CODE_CHARS for c in chars) / max(len(chars), 1)
 
 
+def _is_statement(s: str) -> bool:
+    """A short line ending like a C statement or block ("unsigned short s;", "} else {"), or a line holding a
+    URL that is not a sentence ("deb http://deb.debian.org/debian bookworm main")."""
+    if s.endswith((";", "{", "}")) and len(s.split()) <= 6:
+        return True
+    return "://" in s and not s.endswith(SENTENCE_END[:8])
+
+
 def _is_ref_list(s: str) -> bool:
     """A SEE ALSO line: "chcpu(1), chrt(1), lscpu(1), ps(1),"."""
     tokens = s.split()
@@ -115,7 +123,7 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
     if s.startswith("|") or rows or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
         return TABLE
     if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s) or _is_ref_list(s) \
-            or (_data_share(s) >= 0.35 and len(s) >= 8):
+            or (_data_share(s) >= 0.35 and len(s) >= 8) or _is_statement(s):
         return CODE
     if starts_element and _NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
             and not s.endswith(SENTENCE_END[:8]):
@@ -279,7 +287,7 @@ def piece_contexts(original: str, pieces: list[str], around: int = 2) -> list[st
 
 
 SKELETON_HEADING_SHARE = 0.5  # a cut page that is at least this much headings is a table of contents
-STUB_CHARS = 1000  # a page this short that ends by introducing something ("The modules are:") lost it
+STUB_CHARS = 600  # a page this short that ends by introducing something ("The modules are:") lost it
 SKELETON_KEPT_SHARE = 0.2  # ... when cuts took at least 80% of it (a short page losing its boilerplate is a page)
 
 

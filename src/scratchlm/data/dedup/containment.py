@@ -25,8 +25,12 @@ class ContainmentConfig:
     ngram: int = 5
     threshold: float = 0.8  # share of the shorter document's n-grams found in the longer one
     sample_bits: int = 3  # keep 1/8 of the shingles
-    min_samples: int = 8  # documents with fewer sampled shingles (about 60 words) are left to exact/near dedup
-    max_postings: int = 64
+    # Documents with fewer distinct, uncommon sampled shingles (about 250 words of their own) are left to exact and
+    # near dedup: on a short page the shared boilerplate (credits, a package's stock paragraphs) is most of it.
+    min_samples: int = 30
+    # A phrase in more documents than this is a template (a package's stock notes, translation credits), not
+    # evidence that one page copies another; copies in bulk are exact or near duplicates, caught before.
+    max_postings: int = 16
     seed: int = 7
 
 
@@ -64,30 +68,31 @@ class ContainmentFinder:
         sizes = np.diff(np.append(starts, len(hashes)))
         evidence = np.repeat(sizes <= cfg.max_postings, sizes)  # common phrases count on neither side
         samples = np.bincount(docs[evidence], minlength=n)
-        small, big = [], []
+        firsts, seconds = [], []
         for k in range(2, cfg.max_postings + 1):
             groups = starts[sizes == k]
             if not len(groups):
                 continue
-            members = docs[groups[:, None] + np.arange(k)]  # (groups, k)
-            a = np.repeat(members, k, axis=1).ravel()
-            b = np.tile(members, (1, k)).ravel()
-            pair = a != b
-            small.append(a[pair])
-            big.append(b[pair])
-        if not small:
+            members = docs[groups[:, None] + np.arange(k)]  # (groups, k), ascending within a group
+            i, j = np.triu_indices(k, 1)
+            firsts.append(members[:, i].ravel())
+            seconds.append(members[:, j].ravel())
+        if not firsts:
             return {}
-        a, b = np.concatenate(small), np.concatenate(big)
-        # b must be the longer document (ties: the earlier one), so two equal copies never remove each other.
-        longer = (samples[b] > samples[a]) | ((samples[b] == samples[a]) & (b < a))
-        a, b = a[longer], b[longer]
-        codes, counts = np.unique(a * n + b, return_counts=True)
-        a, b = codes // n, codes % n
-        share = counts / np.maximum(samples[a], 1)
-        hit = (share >= cfg.threshold) & (samples[a] >= cfg.min_samples)
+        codes, shared = np.unique(np.concatenate(firsts) * n + np.concatenate(seconds), return_counts=True)
+        a, b = codes // n, codes % n  # a < b: a came first
+        in_b = shared / np.maximum(samples[a], 1)  # share of a inside b
+        in_a = shared / np.maximum(samples[b], 1)
+        judged = (samples[a] >= cfg.min_samples) & (samples[b] >= cfg.min_samples)
+        # Each inside the other: one text in two versions, and the first one is kept, as for exact and near
+        # copies. Otherwise the one that is inside goes and the one that holds it stays.
+        mutual = judged & (in_b >= cfg.threshold) & (in_a >= cfg.threshold)
+        a_goes = judged & ~mutual & (in_b >= cfg.threshold) & (samples[b] > samples[a])
+        b_goes = judged & (mutual | ((in_a >= cfg.threshold) & (samples[a] > samples[b])))
         out: dict[str, tuple[str, float]] = {}
-        for i, j, s in zip(a[hit].tolist(), b[hit].tolist(), share[hit].tolist()):
-            best = out.get(self._ids[i])
-            if best is None or s > best[1]:
-                out[self._ids[i]] = (self._ids[j], min(float(s), 1.0))
+        for gone, kept, share in ((b[b_goes], a[b_goes], in_a[b_goes]), (a[a_goes], b[a_goes], in_b[a_goes])):
+            for i, j, s in zip(gone.tolist(), kept.tolist(), share.tolist()):
+                best = out.get(self._ids[i])
+                if best is None or s > best[1]:
+                    out[self._ids[i]] = (self._ids[j], min(float(s), 1.0))
         return out
