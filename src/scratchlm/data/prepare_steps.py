@@ -130,14 +130,17 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
         wanted = sum(n for k, n in chars.items() if k in keep_langs)
         foreign = [u for u in judged if u.lang not in keep_langs and u.prob >= s.min_score]
         foreign_chars = sum(u.chars for u in foreign)
-        # A document without judged prose (short, or all code) is judged whole; a confident foreign label
-        # drops it, a wanted one keeps it whatever its probability (short pages score low on any language).
+        # A document without judged prose in a wanted language (short, all code, or only unsure units) is judged
+        # whole: a foreign label drops it, a wanted one keeps it whatever its probability (short pages score low
+        # on any language).
         mostly_foreign = foreign_chars > (1 - MIN_WANTED_SHARE) * (wanted + foreign_chars)
-        if (judged and mostly_foreign) or (not judged and lang not in keep_langs and lang != UNDETERMINED):
+        judged_whole = not wanted and not foreign_chars
+        foreign_whole = judged_whole and lang not in keep_langs and lang != UNDETERMINED
+        if foreign_whole or (not judged_whole and mostly_foreign):
             shares = ", ".join(f"{k} {n / max(sum(chars.values()), 1):.0%}"
                                for k, n in sorted(chars.items(), key=lambda kv: -kv[1])[:3])
-            why = (f"prose units by language: {shares}; keeps {list(keep_langs)}" if judged
-                   else f"{lang} (p={prob:.2f}) is not in {list(keep_langs)}")
+            why = (f"{lang} (p={prob:.2f}) is not in {list(keep_langs)}" if judged_whole
+                   else f"prose units by language: {shares}; keeps {list(keep_langs)}")
             ctx.drop(doc["id"], "language", why, doc["text"], round(prob, 4))
             return None
         if foreign and not ctx.skips("language_paragraph"):
