@@ -74,6 +74,7 @@ class DataConfig:
     fuzzy_threshold: float = 0.8  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
     containment_threshold: float = 0.8  # share of a document's word 5-grams inside a longer one that makes it a copy
     min_paragraph_words: int = 10  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
+    paragraph_min_docs: int = 25  # a paragraph is cut as a duplicate when this many documents hold it (2: every copy)
     token_sample_chars: int = 2_000_000  # sample for the tokens/char estimate before the tokenizer exists
     quality: QualityOverrides = field(default_factory=QualityOverrides)
     # per-language overrides of stop words and thresholds for every source: [data.language_rules.de] stop_words = [...]

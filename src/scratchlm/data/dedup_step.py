@@ -152,7 +152,8 @@ def paragraph_duplicates(run: StepRunner, d: DataConfig, cache: Path,
     cuts leave as a skeleton (too short, or mostly headings) is dropped with the rule `skeleton`."""
     skip = sorted(set(d.skip) & {"paragraph_dedup"})
     settings = {"skip": skip, "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_words": d.min_paragraph_words,
-                "min_chars": d.min_chars, "paragraph_units": sorted(paragraph_units), "version": 2}
+                "min_docs": d.paragraph_min_docs, "min_chars": d.min_chars,
+                "paragraph_units": sorted(paragraph_units), "version": 3}
     out = cache / "dedup" / content_id("paragraph_dedup", [run.keys[u.name] for u in run.units], settings)
     report, survivors = _cached(out, lambda tmp: _decide_paragraphs(run, d, skip, paragraph_units, tmp))
     return {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}, report, survivors
@@ -163,17 +164,32 @@ def _decide_paragraphs(run: StepRunner, d: DataConfig, skip: list[str], paragrap
     from .clean.structure import skeleton_reason, structural_paragraphs
     from .dedup import ParagraphDedupConfig, ParagraphDeduper
 
-    paragraphs = None if skip else ParagraphDeduper(ParagraphDedupConfig(min_words=d.min_paragraph_words,
-                                                                         threshold=d.fuzzy_threshold))
+    def deduper() -> ParagraphDeduper:
+        return ParagraphDeduper(ParagraphDedupConfig(min_words=d.min_paragraph_words, threshold=d.fuzzy_threshold))
+
+    def dedups(unit) -> bool:
+        return unit.name in paragraph_units and "paragraph_duplicate" not in unit.skip_rules
+
+    paragraphs, accept = (None, None) if skip else (deduper(), None)
+    total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
+    if paragraphs is not None and d.paragraph_min_docs > 2:
+        # First pass: how many documents hold each paragraph. A paragraph in a few pages is documentation they
+        # share (a stock option text, the alphabet list of every iso_8859 page); one in many is a template.
+        copies: Counter = Counter()
+        counter = deduper()
+        for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraph copies", unit="doc"):
+            if dedups(unit):
+                copies.update(r.first for r in counter.process(doc["id"], doc["text"],
+                                                               structural_paragraphs(doc["text"]))[1])
+        accept = lambda r: copies[r.first] + 1 >= d.paragraph_min_docs  # noqa: E731
     para_stats = Counter()
     skeletons = 0
     survivors: dict[str, list] = defaultdict(list)
     writers = _writers(run, out)
-    total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
     for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraphs", unit="doc"):
         doc_id, text, decision = doc["id"], doc["text"], None
-        if paragraphs is not None and unit.name in paragraph_units and "paragraph_duplicate" not in unit.skip_rules:
-            text, removed = paragraphs.process(doc_id, doc["text"], structural_paragraphs(doc["text"]))
+        if paragraphs is not None and dedups(unit):
+            text, removed = paragraphs.process(doc_id, doc["text"], structural_paragraphs(doc["text"]), accept)
             if removed:
                 pieces = _paragraph_texts(doc["text"], [r.index for r in removed])
                 para_stats["docs"] += 1

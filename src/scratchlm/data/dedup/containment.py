@@ -25,9 +25,9 @@ class ContainmentConfig:
     ngram: int = 5
     threshold: float = 0.8  # share of the shorter document's n-grams found in the longer one
     sample_bits: int = 3  # keep 1/8 of the shingles
-    # Documents with fewer distinct, uncommon sampled shingles (about 250 words of their own) are left to exact and
+    # Documents with fewer distinct, uncommon sampled shingles (about 160 words of their own) are left to exact and
     # near dedup: on a short page the shared boilerplate (credits, a package's stock paragraphs) is most of it.
-    min_samples: int = 30
+    min_samples: int = 20
     # A phrase in more documents than this is a template (a package's stock notes, translation credits), not
     # evidence that one page copies another; copies in bulk are exact or near duplicates, caught before.
     max_postings: int = 16

@@ -38,6 +38,7 @@ class RemovedParagraph:
     kind: str  # "exact" or "near"
     first_doc_id: str  # the document holding the kept first occurrence
     excerpt: str  # the start of the removed paragraph, whitespace collapsed
+    first: int = -1  # the kept first occurrence (its row in the index): the paragraph's copies share it
 
 
 @dataclass(frozen=True)
@@ -82,17 +83,18 @@ class ParagraphDeduper:
         self.cfg = cfg
         self._minhash = cfg.minhash()
         self._doc_ids: list[str] = []
-        self._first_doc_of_text: dict[bytes, int] = {}  # exact key -> document number
+        self._first_of_text: dict[bytes, tuple[int, int]] = {}  # exact key -> (document number, index row)
         self._signatures = RowStore(cfg.num_perm, np.uint32)  # one row per kept, indexed paragraph
         self._doc_of_paragraph = array("q")  # document number of each signature row
         self._index = BandIndex(cfg.max_candidates_per_bucket)
         self.num_removed = {"exact": 0, "near": 0}
 
-    def process(self, doc_id: str, text: str, protected: frozenset[int] = frozenset()
-                ) -> tuple[str, list[RemovedParagraph]]:
+    def process(self, doc_id: str, text: str, protected: frozenset[int] = frozenset(),
+                accept=None) -> tuple[str, list[RemovedParagraph]]:
         """(text without the paragraphs seen in earlier documents, what was removed). Paragraphs whose index is in
         `protected` (code, tables, option lists: structure.structural_paragraphs) are left alone: a translated
-        manual needs its command examples, though the original has them too."""
+        manual needs its command examples, though the original has them too. With `accept`, only the copies it
+        accepts are cut (the others stay in the text; the index is the same either way)."""
         doc_number = len(self._doc_ids)
         self._doc_ids.append(doc_id)
         parts = _PARAGRAPH_BREAK.split(text)
@@ -104,9 +106,9 @@ class ParagraphDeduper:
 
         removed: dict[int, RemovedParagraph] = {}
         for i in eligible:
-            first_doc = self._first_doc_of_text.get(keys[i])
-            if first_doc is not None:
-                removed[i] = RemovedParagraph(i, "exact", self._doc_ids[first_doc], _excerpt(paragraphs[i]))
+            first = self._first_of_text.get(keys[i])
+            if first is not None:
+                removed[i] = RemovedParagraph(i, "exact", self._doc_ids[first[0]], _excerpt(paragraphs[i]), first[1])
 
         candidates = [i for i in eligible if i not in removed]
         if candidates:
@@ -117,11 +119,14 @@ class ParagraphDeduper:
             for row, i in enumerate(candidates):
                 if near[row] >= 0:
                     first_doc = self._doc_of_paragraph[near[row]]
-                    removed[i] = RemovedParagraph(i, "near", self._doc_ids[first_doc], _excerpt(paragraphs[i]))
+                    removed[i] = RemovedParagraph(i, "near", self._doc_ids[first_doc], _excerpt(paragraphs[i]),
+                                                  int(near[row]))
             keep = near < 0
             kept = [i for i, k in zip(candidates, keep.tolist()) if k]
             self._register(doc_number, [keys[i] for i in kept], signatures[keep], bands[keep])
 
+        if accept is not None:
+            removed = {i: r for i, r in removed.items() if accept(r)}
         for item in removed.values():
             self.num_removed[item.kind] += 1
         return self._rebuild(paragraphs, separators, removed), [removed[i] for i in sorted(removed)]
@@ -144,9 +149,9 @@ class ParagraphDeduper:
     def _register(self, doc_number: int, exact_keys: list[bytes], rows: np.ndarray, bands: np.ndarray) -> None:
         # Registered after the whole document is processed, so a paragraph repeated inside one document is kept
         # (only repeats across documents are removed).
-        for key in exact_keys:
-            self._first_doc_of_text.setdefault(key, doc_number)
         first = self._signatures.append(rows)
+        for j, key in enumerate(exact_keys):
+            self._first_of_text.setdefault(key, (doc_number, first + j))
         self._doc_of_paragraph.extend([doc_number] * len(rows))
         items = np.repeat(np.arange(first, first + len(rows)), self.cfg.bands)
         self._index.add(bands.ravel(), items)
