@@ -131,7 +131,7 @@ def main() -> None:
         for r in read_jsonl(f):
             if r.get("level", "document") == "document":
                 rules[r["rule"]] += 1
-    print(f"| kind | planted | removed | share |\n|---|---:|---:|---:|")
+    print("| kind | planted | removed | share |\n|---|---:|---:|---:|")
     total = removed_total = 0
     for kind, ids in planted.items():
         if kind == "chrome":  # the page stays; its three chrome lines must go

