@@ -172,15 +172,24 @@ def _decide_paragraphs(run: StepRunner, d: DataConfig, skip: list[str], paragrap
 
     paragraphs, accept = (None, None) if skip else (deduper(), None)
     total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
+    # Structural paragraphs per document, parsed once when there are two passes; only non-empty sets are kept
+    # (small beside the deduper's index, which holds a signature per paragraph).
+    protected: dict[str, frozenset[int]] | None = None
+
+    def structural(doc: dict) -> frozenset[int]:
+        return structural_paragraphs(doc["text"]) if protected is None else protected.get(doc["id"], frozenset())
+
     if paragraphs is not None and d.paragraph_min_docs > 2:
         # First pass: how many documents hold each paragraph. A paragraph in a few pages is documentation they
         # share (a stock option text, the alphabet list of every iso_8859 page); one in many is a template.
         copies: Counter = Counter()
-        counter = deduper()
+        counter, found = deduper(), {}
         for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraph copies", unit="doc"):
             if dedups(unit):
-                copies.update(r.first for r in counter.process(doc["id"], doc["text"],
-                                                               structural_paragraphs(doc["text"]))[1])
+                if kept_apart := structural_paragraphs(doc["text"]):
+                    found[doc["id"]] = kept_apart
+                copies.update(r.first for r in counter.process(doc["id"], doc["text"], kept_apart)[1])
+        protected = found
         accept = lambda r: copies[r.first] + 1 >= d.paragraph_min_docs  # noqa: E731
     para_stats = Counter()
     skeletons = 0
@@ -189,7 +198,7 @@ def _decide_paragraphs(run: StepRunner, d: DataConfig, skip: list[str], paragrap
     for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraphs", unit="doc"):
         doc_id, text, decision = doc["id"], doc["text"], None
         if paragraphs is not None and dedups(unit):
-            text, removed = paragraphs.process(doc_id, doc["text"], structural_paragraphs(doc["text"]), accept)
+            text, removed = paragraphs.process(doc_id, doc["text"], structural(doc), accept)
             if removed:
                 pieces = _paragraph_texts(doc["text"], [r.index for r in removed])
                 para_stats["docs"] += 1

@@ -171,10 +171,7 @@ def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
             # Template lines sit at the edges of the pages that hold them; a note that recurs in the body
             # ("New in version 3.3.") and sometimes ends a page is content.
             keys, counts = finder.table()
-            edge_keys, edge_counts = edges.table()
-            at = np.searchsorted(edge_keys, keys).clip(0, max(len(edge_keys) - 1, 0))
-            on_edge = np.where(len(edge_keys) and (edge_keys[at] == keys), edge_counts[at], 0) if len(keys) else at
-            chrome = set(keys[on_edge >= EDGE_SHARE * counts].tolist())
+            chrome = set(keys[edges.counts_of(keys) >= EDGE_SHARE * counts].tolist())
             frequent = np.array(sorted(frequent & chrome), dtype=np.uint64)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npy")

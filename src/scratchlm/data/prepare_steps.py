@@ -122,7 +122,8 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
     keep_langs: tuple[str, ...] = ctx.state
     lang, prob = detect_language(doc["text"])
     ctx.note("language_in", lang if prob >= s.min_score else UNDETERMINED)
-    judged = unit_languages(doc["text"], s.unit_min_chars)
+    lines = parse(doc["text"])
+    judged = unit_languages(doc["text"], s.unit_min_chars, lines)
     chars: dict[str, int] = {}
     for u in judged:
         chars[u.lang] = chars.get(u.lang, 0) + u.chars
@@ -144,7 +145,6 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
             ctx.drop(doc["id"], "language", why, doc["text"], round(prob, 4))
             return None
         if foreign and not ctx.skips("language_paragraph"):
-            lines = parse(doc["text"])
             cut = {i for u in foreign for i in u.lines}
             pieces = ["\n".join(lines[i].text for i in u.lines) for u in foreign]
             original = doc["text"]

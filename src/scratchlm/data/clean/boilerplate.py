@@ -276,12 +276,18 @@ class RepeatedLineFinder:
         self._merge()
         return len(self._keys)
 
+    def counts_of(self, hashes: np.ndarray) -> np.ndarray:
+        """Documents seen so far holding each line hash (0 for a hash not in the table; lower bounds)."""
+        self._merge()
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        if not len(self._keys):
+            return np.zeros(len(hashes), dtype=np.uint32)
+        at = np.searchsorted(self._keys, hashes).clip(0, len(self._keys) - 1)
+        return np.where(self._keys[at] == hashes, self._counts[at], 0).astype(np.uint32)
+
     def count(self, line: str) -> int:
         """Documents seen so far that contain this line (a lower bound, see the class docstring)."""
-        self._merge()
-        h = np.uint64(line_hash(line))
-        i = int(np.searchsorted(self._keys, h))
-        return int(self._counts[i]) if i < len(self._keys) and self._keys[i] == h else 0
+        return int(self.counts_of(np.array([line_hash(line)], dtype=np.uint64))[0])
 
     def frequent(self, min_docs: int, min_share: float) -> set[int]:
         """Hashes (line_hash) of lines found in at least min_docs documents AND at least min_share of them."""

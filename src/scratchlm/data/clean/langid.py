@@ -84,14 +84,14 @@ class UnitLanguage:
     chars: int
 
 
-def unit_languages(text: str, min_chars: int = 100) -> list[UnitLanguage]:
+def unit_languages(text: str, min_chars: int = 100, lines=None) -> list[UnitLanguage]:
     """The language of each prose unit of the document (structure.parse: a wrapped paragraph, or one block
     element of HTML-extracted text, where blocks are separated by single newlines). Code, tables and options
     carry no language and are left out; units shorter than min_chars get near-random labels and are left out
-    too (they stay with their document)."""
+    too (they stay with their document). `lines` is structure.parse(text), when the caller has it already."""
     from .structure import LANGUAGE_FREE, parse, units
 
-    lines = parse(text)
+    lines = lines if lines is not None else parse(text)
     out = []
     for indices in units(lines):
         if lines[indices[0]].kind in LANGUAGE_FREE:
