@@ -1,7 +1,7 @@
 """Build the real-text corpus of the cleaning benchmark from Debian documentation packages.
 
 Sources (one scratchlm source per genre and language):
-  man-en, man-de, man-fr, man-es   man pages rendered to plain text (man -l | col -bx, 80 columns, C.UTF-8)
+  man-en/de/fr/es/it/pl/ru         man pages rendered to plain text (man -l | col -bx, 80 columns, C.UTF-8)
   debref-en/de/fr/es/it            the Debian Reference, HTML (one file per chapter)
   pydoc-en                         the Python 3 library reference, HTML (python3-doc, library/*.html)
 
@@ -19,12 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 PACKAGES = ["man-db", "groff-base", "bsdextrautils", "manpages", "manpages-dev", "manpages-de", "manpages-fr",
-            "manpages-es", "debian-reference-en", "debian-reference-de", "debian-reference-fr",
+            "manpages-es", "manpages-it", "manpages-pl", "manpages-ru", "debian-reference-en",
+            "debian-reference-de", "debian-reference-fr",
             "debian-reference-es", "debian-reference-it", "python3-doc"]
 MAN_CAP = 250
 PYDOC_CAP = 300
 MAN_PACKAGES = {"en": ["manpages", "manpages-dev"], "de": ["manpages-de"], "fr": ["manpages-fr"],
-                "es": ["manpages-es"]}
+                "es": ["manpages-es"], "it": ["manpages-it"], "pl": ["manpages-pl"], "ru": ["manpages-ru"]}
 DEBREF_LANGS = ["en", "de", "fr", "es", "it"]
 DEBREF_DIR = Path("/usr/share/debian-reference")
 PYDOC_DIR = Path("/usr/share/doc/python3-doc/html/library")

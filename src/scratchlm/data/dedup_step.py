@@ -17,6 +17,7 @@ from pathlib import Path
 from ..config import DataConfig
 from ..ids import content_id, read_json, write_json
 from ..progress import bar, log
+from .clean.structure import similarity_text
 from .jsonl import ShardWriter
 from .step_runner import StepRunner
 
@@ -77,10 +78,15 @@ def document_duplicates(run: StepRunner, d: DataConfig, cache: Path) -> tuple[di
     page)."""
     skip = sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup"})
     settings = {"skip": skip, "fuzzy_threshold": d.fuzzy_threshold, "containment": d.containment_threshold,
-                "version": 2}
+                "code_sources": sorted(_code_sources(d)), "version": 3}
     out = cache / "dedup" / content_id("document_dedup", [run.keys[u.name] for u in run.units], settings)
     report, _ = _cached(out, lambda tmp: (_decide_documents(run, d, skip, tmp), {}))
     return {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}, report
+
+
+def _code_sources(d: DataConfig) -> set[str]:
+    """Sources whose documents are compared whole: a code file is all code, there is no prose to compare."""
+    return {s.name for s in d.sources if s.filter_profile == "code"}
 
 
 def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path) -> dict:
@@ -103,6 +109,7 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
             ids.clear()
             texts.clear()
 
+    code_sources = _code_sources(d)
     for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: exact, minhash, containment", unit="doc"):
         if exact is not None and (kept := exact.check(doc["id"], doc["text"])) is not None:
             exact_of[doc["id"]] = (kept, None)
@@ -110,7 +117,7 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
             continue
         if fuzzy is not None:
             ids.append(doc["id"])
-            texts.append(doc["text"])
+            texts.append(doc["text"] if unit.source in code_sources else similarity_text(doc["text"]))
             if len(ids) >= BATCH:
                 flush()
     if fuzzy is not None:

@@ -131,6 +131,7 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
         wanted = sum(n for k, n in chars.items() if k in keep_langs)
         foreign = [u for u in judged if u.lang not in keep_langs and u.prob >= s.min_score]
         foreign_chars = sum(u.chars for u in foreign)
+        foreign = [u for u in foreign if not u.pooled]
         # A document without judged prose in a wanted language (short, all code, or only unsure units) is judged
         # whole: a foreign label drops it, a wanted one keeps it whatever its probability (short pages score low
         # on any language).

@@ -34,7 +34,7 @@ from .ledger import Ledger
 from .readers import Rejected
 from .units import Unit
 
-CACHE_VERSION = f"{__version__}/3"  # bump when a step's code changes what it produces: old results are not reused
+CACHE_VERSION = f"{__version__}/4"  # bump when a step's code changes what it produces: old results are not reused
 DOCS = "docs-00000.jsonl.zst"
 STATS = "stats.json"
 

@@ -82,17 +82,21 @@ class UnitLanguage:
     lang: str
     prob: float
     chars: int
+    # The short units of the document judged together: they count towards its language shares, but the label
+    # of a pool says nothing about any one of its members, so a pool is never cut.
+    pooled: bool = False
 
 
 def unit_languages(text: str, min_chars: int = 100, lines=None) -> list[UnitLanguage]:
     """The language of each prose unit of the document (structure.parse: a wrapped paragraph, or one block
     element of HTML-extracted text, where blocks are separated by single newlines). Code, tables and options
-    carry no language and are left out; units shorter than min_chars get near-random labels and are left out
-    too (they stay with their document). `lines` is structure.parse(text), when the caller has it already."""
+    carry no language and are left out. Units shorter than min_chars get near-random labels alone, so they are
+    judged together, as one pooled unit that is never cut. `lines` is structure.parse(text), when the caller has
+    it already."""
     from .structure import LANGUAGE_FREE, parse, units
 
     lines = lines if lines is not None else parse(text)
-    out = []
+    out, short = [], []
     for indices in units(lines):
         if lines[indices[0]].kind in LANGUAGE_FREE:
             continue
@@ -100,11 +104,26 @@ def unit_languages(text: str, min_chars: int = 100, lines=None) -> list[UnitLang
         # Judge only what reads as sentences: command output and identifier lists that slipped past parse()
         # ("Config file /etc/x applies to device y", "locale.gettext(msg)") carry no language either.
         prose = _prose_lines("\n".join(lines[i].text for i in indices))
-        if len(chunk) < min_chars or len(prose) < max(min_chars, 0.5 * len(chunk)):
+        if len(prose) < 0.5 * len(chunk) or not prose:
+            continue
+        if len(chunk) < min_chars:
+            if lines[indices[0]].kind != "heading":  # all-caps labels and table rows in capitals: no sentences
+                short.append((indices, chunk))
+            continue
+        if len(prose) < min_chars:
             continue
         lang, prob = detect_language(chunk)
         if lang != UNDETERMINED:
             out.append(UnitLanguage(tuple(indices), lang, prob, len(chunk)))
+    # A translated man page's short units (NAME line, option descriptions, one-line sections) are often the
+    # translated part, while the untranslated paragraphs are long: leaving the short ones out would make a
+    # half-translated page look foreign.
+    pooled = " ".join(chunk for _, chunk in short)
+    if len(pooled) >= min_chars:
+        lang, prob = detect_language(pooled)
+        if lang != UNDETERMINED:
+            out.append(UnitLanguage(tuple(i for indices, _ in short for i in indices), lang, prob, len(pooled),
+                                    pooled=True))
     return out
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .structure import similarity_text
+
 _PUNCT = string.punctuation + "“”‘’«»…–—"
 _BULLETS = ("•", "●", "○", "▪", "◦", "‣", "⁃", "-", "*", "–")
 _ELLIPSES = ("...", "…")
@@ -48,6 +50,9 @@ class QualityConfig:
     max_ellipsis_line_share: float | None = 0.3
     # At least 80% of words must contain an alphabetic character.
     min_alpha_word_share: float | None = 0.8
+    # Count that share on the text outside tables and code blocks (structure.similarity_text): the rule looks for
+    # text that is not language, and a reference page's table of code points is not that.
+    alpha_share_outside_tables: bool = False
     # At least 2 occurrences of these English stop words (occurrences, not distinct words, as datatrove's
     # GopherQualityFilter counts them).
     min_stop_words: int | None = 2
@@ -144,6 +149,7 @@ TECHNICAL = dataclasses.replace(
     max_mean_word_len=15.0,  # identifiers and URLs are long words
     max_hash_per_word=0.5,  # Markdown headings and shell comments
     min_alpha_word_share=0.5,  # operators, numbers and punctuation tokens in code lines
+    alpha_share_outside_tables=True,  # man-pl/ascii(7), a table of 128 codes, measured 0.498 with its table
     c4_terminal_punctuation=None, c4_min_words_per_line=None, c4_drop_javascript_lines=False,  # code lines
     c4_min_sentences=None, c4_reject_curly_braces=False,  # a reference page has few sentences and many `{`
     fw_min_punct_line_share=None, fw_max_short_line_share=None,  # code lines are short and end in anything
@@ -230,7 +236,8 @@ def _gopher_quality(doc: _Doc, cfg: QualityConfig, out: list[Failure]) -> None:
         _high(out, "gopher_bullet_line_share", bullets, cfg.max_bullet_line_share)
         ellipsis_lines = sum(line.endswith(_ELLIPSES) for line in doc.lines) / len(doc.lines)
         _high(out, "gopher_ellipsis_line_share", ellipsis_lines, cfg.max_ellipsis_line_share)
-    alpha = sum(any(c.isalpha() for c in t) for t in doc.tokens) / len(doc.tokens)
+    tokens = similarity_text(doc.text).split() if cfg.alpha_share_outside_tables else doc.tokens
+    alpha = sum(any(c.isalpha() for c in t) for t in tokens) / max(len(tokens), 1)
     _low(out, "gopher_alpha_word_share", alpha, cfg.min_alpha_word_share)
     if cfg.min_stop_words is not None:
         stop = set(cfg.stop_words)

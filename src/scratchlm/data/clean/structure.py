@@ -57,7 +57,8 @@ def _is_all_caps_heading(s: str) -> bool:
     cased = [c for c in letters if c.lower() != c.upper()]
     return (len(letters) >= 3 and len(cased) >= 0.9 * len(letters) and cased
             and sum(c.isupper() for c in cased) >= 0.9 * len(cased)
-            and len(s.split()) <= 8 and not s.rstrip().endswith((".", ",", ";")))
+            and len(s.split()) <= 8 and not s.rstrip().endswith((".", ",", ";"))
+            and len(_COLUMN_GAP.findall(s)) < 2)  # "200   128   80   ─   ЛИНИЯ" is a table row
 
 
 def _code_share(s: str) -> float:
@@ -120,7 +121,11 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
         return CODE
     # One "A | B | C" line is a nav bar; a table has rows above or below it.
     rows = s.count(" | ") >= 2 and (" | " in prev or " | " in (next_line or ""))
-    if s.startswith("|") or rows or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
+    # A two-column table has one gap per row: tabs between the cells of an extracted HTML table, or a second
+    # column that starts at the same place as on the row above or below ("ISO 8859-2    Latin-2").
+    tab_rows = "\t" in s and ("\t" in prev.strip() or "\t" in (next_line or "").strip())
+    aligned = bool(_column_starts(line) & (_column_starts(prev) | _column_starts(next_line or "")))
+    if s.startswith("|") or rows or tab_rows or aligned or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
         return TABLE
     if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s) or _is_ref_list(s) \
             or (_data_share(s) >= 0.35 and len(s) >= 8) or _is_statement(s):
@@ -131,6 +136,10 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
     if starts_element and _LIST.match(line):
         return LIST
     return PROSE
+
+
+def _column_starts(line: str) -> set[int]:
+    return {m.end() for m in _COLUMN_GAP.finditer(line)}
 
 
 def _kind_hint(prev: str) -> bool:
@@ -243,6 +252,21 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 def without(lines: list[Line], cut: set[int]) -> str:
     """The text with the cut lines removed; the blank lines they leave behind collapse to paragraph breaks."""
     return _BLANK_RUNS.sub("\n\n", "\n".join(line.text for i, line in enumerate(lines) if i not in cut)).strip()
+
+
+# Under this many characters (about 60 words), what is left without the tables and code is too little to compare.
+SIMILARITY_MIN_CHARS = 400
+
+
+def similarity_text(text: str) -> str:
+    """The text that near-duplicate and containment detection compare: the document without its table rows and
+    code blocks, unless little else is left. Reference pages of one family share their tables (the ISO 8859
+    pages share most code points, a translated page keeps the original's table and examples) but each says
+    something of its own in its prose; two copies of one page share their prose too."""
+    lines = parse(text)
+    kept = [line.text for line in lines if line.kind not in (TABLE, CODE)]
+    rest = "\n".join(kept)
+    return rest if len(rest.strip()) >= SIMILARITY_MIN_CHARS else text
 
 
 def context(lines: list[Line], indices: list[int], around: int = 2) -> str:

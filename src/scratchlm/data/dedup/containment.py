@@ -29,8 +29,10 @@ class ContainmentConfig:
     # near dedup: on a short page the shared boilerplate (credits, a package's stock paragraphs) is most of it.
     min_samples: int = 20
     # A phrase in more documents than this is a template (a package's stock notes, translation credits), not
-    # evidence that one page copies another; copies in bulk are exact or near duplicates, caught before.
-    max_postings: int = 16
+    # evidence that one page copies another; copies in bulk are exact or near duplicates, caught before. At 16,
+    # the nine mtools pages of man-es, which share their texinfo notes, were "copies" of each other; at 8 a page
+    # partly copied into the editions of up to 7 other language sources still is one.
+    max_postings: int = 8
     seed: int = 7
 
 
