@@ -7,9 +7,11 @@ from scratchlm.data.builtin import build_builtin_corpus
 
 os.environ.setdefault("SCRATCHLM_PROGRESS", "0")
 
+# The micro corpus (~160K tokens) is far too small for even this model: a demo, like the quickstart.
 MICRO = """
 [run]
 workdir = "run"
+demo = true
 [data]
 min_chars = 100
 val_fraction = 0.1

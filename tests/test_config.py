@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from scratchlm.config import config_from_dict, load_config
@@ -66,3 +68,37 @@ def test_init_template_loads_back_with_every_default(tmp_path):
     assert [s.name for s in cfg.data.sources] == ["docs", "forum"]
     assert "# sequences per micro-batch" in text  # comments come from the dataclasses
     assert cfg.to_dict() == config_from_dict({"data": {"sources": EXAMPLE_SOURCES}}).to_dict()
+
+
+def test_init_config_lets_the_preset_decide_the_shape(tmp_path):
+    from scratchlm.config_template import write_init
+    from scratchlm.model.presets import PRESETS, describe_preset
+
+    path = write_init(tmp_path)
+    text = path.read_text()
+    assert "\nn_layer = " not in text and "\n# n_layer = 12" in text  # the shape keys are left to the preset
+    path.write_text(re.sub(r"^# preset = .*$", 'preset = "tiny"', text, count=1, flags=re.M))
+    m = load_config(path).model
+    assert {k: getattr(m, k) for k in PRESETS["tiny"]} == PRESETS["tiny"]
+    assert describe_preset(m) == "preset tiny"
+
+
+def test_explicit_model_keys_over_a_preset_are_named():
+    from scratchlm.model.presets import describe_preset, preset_overrides
+
+    sources = {"sources": EXAMPLE_SOURCES}
+    m = config_from_dict({"data": sources, "model": {"preset": "tiny", "n_layer": 8, "d_model": 256,
+                                                     "seq_len": 256}}).model  # seq_len: tiny's own value
+    assert preset_overrides(m) == ["n_layer", "d_model"]
+    assert describe_preset(m) == "preset tiny, overridden: n_layer, d_model"
+    assert describe_preset(config_from_dict({"data": sources}).model) is None
+
+
+def test_quickstart_config_is_a_tiny_demo(tmp_path):
+    from scratchlm.model.presets import PRESETS
+    from scratchlm.quickstart import PRESET
+
+    (tmp_path / "c.toml").write_text(render_config(EXAMPLE_SOURCES, PRESET))
+    cfg = load_config(tmp_path / "c.toml")
+    assert cfg.run.demo and cfg.model.preset == "tiny"
+    assert {k: getattr(cfg.model, k) for k in PRESETS["tiny"]} == PRESETS["tiny"]

@@ -1,5 +1,6 @@
 """One micro run through every stage: loss falls, a rerun skips everything, one change reruns only its dependents."""
 import json
+import re
 import shutil
 
 import pytest
@@ -9,7 +10,7 @@ from scratchlm.config import load_config
 from scratchlm.eval.samples import generate_samples
 from scratchlm.ids import read_json
 from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import run_all
+from scratchlm.stages import run_all, stage_report
 from scratchlm.train.checkpoint import list_checkpoints, load_model, model_tensors
 
 
@@ -97,8 +98,34 @@ def test_report_shows_the_corpus_pipeline_and_the_ledger_accounts_for_every_docu
     from scratchlm.data.audit import ledger_records
 
     dropped = [r for r in ledger_records(art["data"].dir) if r["level"] == "document"]
-    held_out = sum(v["docs"] for v in data["validation"].values())
+    held_out = sum(v["docs"] - v["pieces"] for v in data["validation"].values())  # a tail is no document of its own
     assert sum(s["docs_in"] for s in data["sources"].values()) == \
         sum(s["train"]["docs"] for s in data["sources"].values()) + held_out + len(dropped)
     code = data["sources"]["code"]["steps"]
     assert code["quality"]["docs_out"] >= 0.95 * code["quality"]["docs_in"]  # prose rules do not gut code
+
+
+def test_report_times_every_stage_against_the_plan(micro_run):
+    art = plan_artifacts(micro_run)
+    stage_report(micro_run, art, force=True)  # the resume test above retrained: the report follows the manifests
+    report = read_json(micro_run.workdir / "report.json")
+    manifests = {s: art[s].manifest()["seconds"] for s in art if s != "report"}
+    assert report["timings"]["stages"] == manifests  # one source: the manifests
+    plan_time = report["plan"]["time"]
+    predicted = plan_time["total_seconds"] - plan_time["restart_seconds"]  # the run as it went: no crash
+    t = report["timings"]["training"]
+    assert t["measured_seconds"] == manifests["train"] and t["predicted_seconds"] == pytest.approx(predicted)
+    assert t["ratio"] == pytest.approx(manifests["train"] / predicted)
+    md = (micro_run.workdir / "report.md").read_text()
+    timings = md.split("## Timings")[1].split("\n## ")[0]
+    assert all(f"| {s} | {v:.1f} |" in timings for s, v in manifests.items())
+    assert f"**{t['ratio']:.2f}x** the prediction" in timings
+
+
+def test_a_demo_groups_what_a_demo_cannot_avoid(micro_run, capsys):
+    md = (micro_run.workdir / "report.md").read_text()
+    note = md.split("## Expected in this demo")[1].split("\n## ")[0]
+    size = re.search(r"\*\*Corpus size: (\w+)\.\*\* (.*?)\.\n", md)
+    assert f"- corpus size {size.group(1)}: {size.group(2)}. Inherent: " in note  # the report's own verdict
+    run_all(micro_run)  # every stage skipped: the note comes back from the report's manifest
+    assert "expected in this demo: corpus size error" in capsys.readouterr().err

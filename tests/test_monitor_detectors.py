@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from scratchlm.config import MonitorConfig, ModelConfig
+from scratchlm.config import MonitorConfig, ModelConfig, TrainConfig
 from scratchlm.model import GPT
 from scratchlm.monitor.detectors import (DomainDegradation, LoaderStall, LossSpike, Overconfidence, Repetition,
                                          WeightGrowth)
@@ -73,6 +73,80 @@ def test_weight_growth_fires_on_steady_growth_only():
     noisy = [{"step": i, "weight_norm": {"block0": 10 * (1 + 0.03 * i) * (1 + (-1) ** i * 0.08 * rng.random())}}
              for i in range(12)]
     assert _run(WeightGrowth(cfg), noisy) == []
+
+
+# Weight norms the quickstart logged every 10 steps of its 600 (warmup 50, cosine LR, weight decay 0.1): the
+# embedding leaves its initialization fast and settles; block2 starts slowly, speeds up mid-run, then settles.
+QUICKSTART_NORMS = {
+    "embedding": [17.7, 18.6, 20.9, 23.5, 26.2, 28.6, 30.6, 32.3, 33.9, 35.4, 36.7, 38.0, 39.3, 40.5, 41.6, 42.7,
+                  43.7, 44.7, 45.7, 46.6, 47.4, 48.2, 49.0, 49.7, 50.4, 51.1, 51.7, 52.4, 52.9, 53.4, 53.9, 54.3,
+                  54.7, 55.0, 55.4, 55.8, 56.1, 56.3, 56.5, 56.8, 56.9, 57.1, 57.3, 57.5, 57.6, 57.7, 57.7, 57.8,
+                  57.9, 58.0, 58.0, 58.0, 58.1, 58.1, 58.1, 58.2, 58.2, 58.2, 58.2, 58.3],
+    "block2": [24.1, 24.1, 24.2, 24.4, 24.7, 24.9, 25.2, 25.4, 25.6, 25.9, 26.2, 26.6, 26.9, 27.2, 27.6, 27.9, 28.3,
+               28.7, 29.0, 29.4, 29.8, 30.1, 30.5, 30.9, 31.2, 31.5, 31.8, 32.1, 32.4, 32.6, 32.8, 33.1, 33.3, 33.5,
+               33.6, 33.8, 33.9, 34.1, 34.2, 34.4, 34.5, 34.6, 34.6, 34.7, 34.8, 34.9, 34.9, 35.0, 35.0, 35.1, 35.1,
+               35.1, 35.2, 35.2, 35.2, 35.2, 35.3, 35.3, 35.3, 35.3],
+}
+QUICKSTART_TRAIN = TrainConfig(max_steps=600, warmup_steps=50)
+
+
+def _norm_rows(series: dict[str, list[float]], every: int = 10) -> list[dict]:
+    n = len(next(iter(series.values())))
+    return [{"step": every * (i + 1), "weight_norm": {g: v[i] for g, v in series.items()}} for i in range(n)]
+
+
+def test_weight_growth_ignores_a_norm_settling_early_in_the_run():
+    rows = _norm_rows(QUICKSTART_NORMS)
+    assert _run(WeightGrowth(MonitorConfig(), QUICKSTART_TRAIN), rows) == []
+    # judged from step 0, block2's mid-run speed-up reads as a trend: the run's phase is what silences it
+    assert {a.subject for a in _run(WeightGrowth(MonitorConfig()), rows)} == {"block2"}
+
+
+def test_weight_growth_fires_on_steady_growth_late_in_the_run():
+    # AdamW without weight decay at a long constant LR: the norm keeps its pace to the end
+    steady = {"embedding": [20 * (1 + 0.004 * 10 * (i + 1)) for i in range(60)]}
+    alerts = _run(WeightGrowth(MonitorConfig(), QUICKSTART_TRAIN), _norm_rows(steady))
+    assert alerts and alerts[0].step >= 150 + 20 * 10  # past the early quarter, then one full window
+    assert "not slowing down" in alerts[0].message
+    # settling first, then growing again at a steady pace: fires on the late growth only
+    late = {"embedding": QUICKSTART_NORMS["embedding"][:30] + [53.4 * 1.015 ** k for k in range(1, 31)]}
+    alerts = _run(WeightGrowth(MonitorConfig(), QUICKSTART_TRAIN), _norm_rows(late))
+    assert alerts and alerts[0].step > 300
+
+
+def _micro_training_norms(weight_decay: float, schedule: str, steps: int = 400, every: int = 10) -> list[dict]:
+    import inspect as source
+
+    from scratchlm.train.optim import build_optimizer
+    from scratchlm.train.schedule import lr_factor
+
+    torch.manual_seed(0)
+    data = torch.tensor(list(open(source.__file__, "rb").read()), dtype=torch.long)
+    model = GPT(ModelConfig(n_layer=2, d_model=32, n_head=4, seq_len=32), 256)
+    opt = build_optimizer(model, "adamw", 3e-3, weight_decay)
+    groups = grouped_parameters(model)
+    rows = []
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = g["initial_lr"] * lr_factor(step, steps, 20, schedule, 0.1)
+        starts = torch.randint(0, len(data) - 33, (8,))
+        x = torch.stack([data[i:i + 32] for i in starts])
+        y = torch.stack([data[i + 1:i + 33] for i in starts])
+        _, loss = model(x, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if (step + 1) % every == 0:
+            rows.append({"step": step + 1, "weight_norm": weight_norms(groups)})
+    return rows
+
+
+def test_weight_growth_on_micro_trainings():
+    cfg, train = MonitorConfig(weight_growth=0.1), TrainConfig(max_steps=400, warmup_steps=20)
+    inflating = {a.subject for a in _run(WeightGrowth(cfg, train), _micro_training_norms(0.0, "constant"))}
+    assert {"embedding", "block0", "block1"} <= inflating
+    decayed = {a.subject for a in _run(WeightGrowth(cfg, train), _micro_training_norms(0.1, "cosine"))}
+    assert not decayed & {"embedding", "block0", "block1"}  # norm gains (final_norm) are never decayed, by design
 
 
 def test_overconfidence_fires_when_sharper_but_not_better():
@@ -174,3 +248,30 @@ def test_real_tensorboard_writer_when_installed(tmp_path):
     sink.publish(1, {"loss": 1.0})
     sink.close()
     assert list(tmp_path.glob("events.out.tfevents.*"))
+
+
+def test_report_and_dashboard_show_update_over_weight_literally(tmp_path):
+    import json
+    import re
+
+    from scratchlm.monitor.dashboard import write_dashboard
+    from scratchlm.monitor.detectors import ALL_NAMES
+    from scratchlm.monitor.report import monitoring_section
+
+    steady = {"block0": [10 * 1.03 ** i for i in range(12)]}
+    alert = _run(WeightGrowth(MonitorConfig(weight_growth_window=10, weight_growth=0.2)), _norm_rows(steady))[0]
+    assert "|update|/|weight|" in alert.message
+    detectors = {n: {"checks": 1, "fired": 0, "verdict": "ok", "first_step": None, "last_step": None, "message": ""}
+                 for n in ALL_NAMES}
+    detectors["weight_growth"].update(fired=1, verdict="warning", first_step=alert.step, last_step=alert.step,
+                                      message=alert.message)
+    (tmp_path / "monitor.json").write_text(json.dumps({"detectors": detectors}))
+    (tmp_path / "alerts.jsonl").write_text(json.dumps(alert.to_dict()) + "\n")
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _norm_rows(steady)))
+    md = monitoring_section(tmp_path, tmp_path / "out")
+    header = next(line for line in md if line.startswith("| detector |"))
+    row = next(line for line in md if line.startswith("| weight_growth |"))
+    cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", row)[1:-1]]  # GFM: `\|` stays in a cell
+    assert len(cells) == header.count("|") - 1 and cells[-1] == alert.message
+    html = (write_dashboard(tmp_path, tmp_path / "out")).read_text()
+    assert "|update|/|weight|" in html and "/update///weight/" not in html

@@ -1,5 +1,7 @@
 """`scratchlm plan` and `scratchlm check` on a micro run whose data, tokenizer and shards are built."""
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -79,3 +81,56 @@ def test_check_trains_resumes_and_compares(built):
     assert "[     ok]" in lines["gradient clipping on"]
     assert r.returncode == (1 if "ERROR" in r.stdout else 0)
     assert not list(built.path.parent.glob(".scratchlm-resume-check-*"))
+
+
+def test_training_in_a_log_prints_a_line_per_log_step(built):
+    # A pipe is not a terminal; with SCRATCHLM_PROGRESS unset that alone decides (nohup, CI).
+    text = re.sub(r"\[model\][^\[]*", '[model]\npreset = "tiny"\nn_layer = 1\nd_model = 32\nn_head = 4\n'
+                  'seq_len = 64\n', built.path.read_text(), count=1)
+    text = text.replace("max_steps = 80", "max_steps = 10").replace("checkpoint_every = 40", "checkpoint_every = 10")
+    path = built.path.parent / "log-lines.toml"  # same workdir: reuses the built data, tokenizer and shards
+    path.write_text(text.replace("eval_every = 40", "eval_every = 10"))
+    env = {k: v for k, v in os.environ.items() if k != "SCRATCHLM_PROGRESS"}
+    r = subprocess.run([sys.executable, "-m", "scratchlm", "train", "-c", str(path)], capture_output=True,
+                       text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    steps = re.findall(r"^train: step (\d+)/10 \| loss \d+\.\d{4} \| lr \S+ \| [\d,]+ tok/s \| ETA \d+\.\d (s|min)$",
+                       r.stderr, flags=re.M)
+    assert [int(s) for s, _ in steps] == [5, 10], r.stderr  # log_every = 5
+    assert "(preset tiny, overridden: n_layer, d_model, n_head, seq_len)" in r.stderr
+    assert re.search(r"^train: done in \d+\.\d (s|min)$", r.stderr, flags=re.M)
+    assert "\r" not in r.stderr  # no redrawing bar
+
+
+def test_one_corpus_size_level_in_data_stats_report_plan_and_check(built):
+    from scratchlm.ids import read_json
+    from scratchlm.plan.check import run_checklist
+    from scratchlm.plan.make import make_plan
+    from scratchlm.report.build import _table
+    from scratchlm.report.data_section import data_section
+
+    art = plan_artifacts(built)
+    plan = make_plan(built, art=art, probe_seconds=0, save=False)
+    planned = next(v for v in plan["verdicts"] if v["name"] == "corpus")
+    checked = next(v for v in run_checklist(built, plan, None) if v.name == "corpus size in tokens, not bytes")
+    stats = read_json(art["data"].dir / "stats.json")["verdict"]
+    report = data_section(read_json(art["data"].dir / "stats.json"), read_json(art["shards"].dir / "shards.json"),
+                          plan["arithmetic"]["params"], _table)
+    shown = re.search(r"\*\*Corpus size: (\w+)\.\*\*", "\n".join(report)).group(1)
+    # the micro corpus holds ~1 token per parameter: under the error line, whichever count is used
+    assert stats["level"] == shown == planned["level"] == checked.level == "error"
+    figure = planned["summary"].split(" = ")[1].split(" (")[0]  # "1.1 tokens/parameter: under 5 tokens per ..."
+    assert figure in "\n".join(report) and figure in checked.summary
+
+
+def test_run_stops_on_a_corpus_size_error_unless_forced_or_a_demo(built):
+    cfg = load_config(built.path)
+    cfg.run.demo = False
+    art = plan_artifacts(cfg)
+    with pytest.raises(UserError) as e:
+        stages.stage_plan(cfg, art, probe_seconds=0)
+    message = str(e.value)
+    assert "\n" not in message and "corpus:" in message and "tokens/parameter" in message and "--force" in message
+    assert stages.stage_plan(cfg, art, force=True, probe_seconds=0)["level"] == "error"
+    cfg.run.demo = True  # the micro config's own setting: a demo trains through this error, and only this one
+    assert stages.stage_plan(cfg, art, probe_seconds=0)["level"] == "error"

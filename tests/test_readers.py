@@ -106,13 +106,16 @@ def test_a_folder_of_prose_skips_styles_scripts_and_images_but_counts_them(tmp_p
 
 def test_validation_grows_to_a_minimum_of_text_within_the_share_a_domain_can_spare():
     from scratchlm.config import config_from_dict
-    from scratchlm.data.prepare import _draw_validation
+    from scratchlm.data.val_split import WHOLE, draw_validation, finish_plan
 
     def draw(n_docs, chars, **data):
         cfg = config_from_dict({"data": {"sources": [{"name": "a", "domain": "d", "path": "x"}], **data}})
         survivors = {"d": [(f"a/{k}", chars, "u0") for k in range(n_docs)]}
-        ids, plan = _draw_validation(cfg, survivors)
-        return len(ids.get("u0", ())), plan["d"]
+        chosen, plan = draw_validation(cfg, survivors)
+        picked = chosen.get("u0", {})
+        assert set(picked.values()) <= {WHOLE}  # documents this short are held out whole
+        finish_plan(plan, {"d": {"docs": len(picked), "chars": chars * len(picked), "pieces": 0}}, cfg.data)
+        return len(picked), plan["d"]
 
     # 2% of 1000 docs is 20 docs of 100 chars = 2,000 chars: drawn on to 20,000 chars (200 docs = 20% > 10%: cap)
     n, plan = draw(1000, 100, val_fraction=0.02, val_min_chars=20_000, val_max_share=0.1)

@@ -1,6 +1,4 @@
 """Tokenizer stage: stratified sample, held-out fertility with verdicts, parallel split shards, tokenizer ID check."""
-import json
-
 import numpy as np
 import pytest
 
@@ -81,6 +79,26 @@ def test_sample_follows_weights_and_language_quotas_and_never_holds_validation(t
     assert sample.composition()["skipped"] == {"in_validation_split": 1}
 
 
+def test_log_shows_quotas_and_the_actual_shares_of_the_sample(tmp_path, capsys):
+    from scratchlm.tokenizer.stage import train_tokenizer
+
+    small = [{"id": f"s{i}", "text": f"{i} {EN}", "domain": "small"} for i in range(5)]  # far below its quota
+    big = [{"id": f"b{i}", "text": f"{i} {DE * 3}", "domain": "big"} for i in range(300)]
+    (tmp_path / "data").mkdir()
+    data = _fake_data(tmp_path / "data", {"small": small, "big": big}, [{"id": "v", "text": EN, "domain": "big"}])
+    sources = [{"name": "small", "domain": "small", "path": "x"}, {"name": "big", "domain": "big", "path": "y"}]
+    cfg = _cfg(sources, sample_chars=20_000)
+    (tmp_path / "tok").mkdir()
+    info = train_tokenizer(cfg, data, tmp_path / "tok")
+    domains = info["sample"]["domains"]
+    assert domains["small"]["quota"] == 0.5 and domains["small"]["share"] < 0.05
+    err = capsys.readouterr().err
+    assert "domain quotas: big 50%, small 50%" in err
+    assert (f"quota -> actual share of the sample: big 50% -> {domains['big']['share']:.0%}, "
+            f"small 50% -> {domains['small']['share']:.0%}") in err
+    assert f"{domains['big']['share']:.0%}" != "50%"
+
+
 def test_bad_quotas_are_user_errors(tmp_path):
     data = _fake_data(tmp_path, {"a": [{"id": "1", "text": EN, "domain": "web"}]}, [])
     src = [{"name": "a", "domain": "web", "path": "x"}]
@@ -91,17 +109,47 @@ def test_bad_quotas_are_user_errors(tmp_path):
 
 
 def test_verdicts_flag_high_fertility_unequal_languages_and_unused_vocab():
-    def lang(tpw, chars=1000):
-        return {"tokens_per_word": tpw, "chars": chars, "chars_per_token": 3.0}
+    def lang(tpw, chars=1000, docs=40, largest=0.05):
+        # tokens/word over every word is high in technical text; the verdict reads the prose figure
+        return {"tokens_per_word": tpw + 0.5, "prose_tokens_per_word": tpw, "chars": chars, "chars_per_token": 3.0,
+                "prose_docs": docs, "prose_words": 5000, "largest_doc_share": largest}
 
     result = {"languages": {"en": lang(1.2), "de": lang(1.9), "xx": lang(9.0, chars=1), "code": lang(5.0)},
               "vocab": {"size": 1000, "used_share": 0.8}, "overall": {"tokens": 10_000}}
-    out = {v["check"]: v["level"] for v in verdicts(result, min_share=0.02)}
+    found = verdicts(result, min_share=0.02)
+    out = {v["check"]: v["level"] for v in found}
     assert out == {"tokens/word en": "ok", "tokens/word de": "warning", "language cost ratio": "warning",
-                   "vocabulary used": "warning"}  # xx is below the share of a language of use; code is not prose
-    result["languages"]["de"] = lang(1.3)
+                   "vocabulary used": "warning", "degenerate vocabulary entries": "ok"}  # xx: too rare; code: not prose
+    assert "small sample" not in " ".join(v["message"] for v in found)
+    result["languages"]["de"] = lang(1.3, docs=3, largest=0.74)
     result["vocab"]["used_share"] = 0.95
-    assert {v["level"] for v in verdicts(result, min_share=0.02)} == {"ok"}
+    found = verdicts(result, min_share=0.02)
+    assert {v["level"] for v in found} == {"ok"}  # 1.8 tokens per word over all words, 1.3 on prose: ok
+    de = next(v["message"] for v in found if v["check"] == "tokens/word de")
+    assert "only 3 document(s)" in de and "74% of them from the largest" in de
+    result["vocab"].update(degenerate_count=2, degenerate=[{"token": "─" * 60, "bytes": 180}])
+    flagged = next(v for v in verdicts(result, min_share=0.02) if v["check"] == "degenerate vocabulary entries")
+    assert flagged["level"] == "warning" and "(180 B)" in flagged["message"]
+
+
+def test_fertility_counts_prose_words_not_paths_options_or_code():
+    from scratchlm.tokenizer.fertility import degenerate_entry, measure, prose_words
+
+    manual = ("NAME\n       mount - mount a filesystem\n\nDESCRIPTION\n"
+              "       The mount command attaches the file system found on a device to the big tree.\n\n"
+              "       -o, --options opts\n              Use the given options, see /etc/fstab for details.\n\n"
+              "EXAMPLES\n           $ mount -t ext4 /dev/sda1 /mnt/data\n")
+    words = prose_words(manual)
+    assert "attaches" in words and "Use" in words
+    assert not {"/etc/fstab", "--options", "-o,", "/dev/sda1", "$", "NAME", "DESCRIPTION"} & set(words)
+    tok = train_bpe([EN, DE] * 20, vocab_size=300, min_frequency=1)
+    result = measure(tok, [{"text": manual, "domain": "docs", "lang": "en"}])
+    en = result["languages"]["en"]
+    assert en["prose_words"] == len(words) < en["words"] and en["prose_docs"] == 1 and en["largest_doc_share"] == 1
+    assert en["prose_tokens_per_word"] == en["prose_tokens"] / en["prose_words"]
+    assert degenerate_entry("─" * 60, 180) and degenerate_entry("=" * 40, 40)
+    assert not degenerate_entry(" " * 40, 40) and not degenerate_entry("=" * 8, 8)
+    assert not degenerate_entry("internationalization_and_localization", 37)
 
 
 def test_saved_tokenizer_loads_in_transformers_with_special_tokens(tmp_path):
@@ -185,8 +233,63 @@ def test_compare_prints_both_tokenizers_side_by_side(run, tmp_path, capsys):
     plain.write_text(EN * 5)
     assert main(["tokenizer", "compare", str(a), str(b), "--text", str(art["data"].dir / "val"), str(plain)]) == 0
     out = capsys.readouterr().out
-    assert "A: tokenizer.json" in out and "B: tokenizer.json" in out
+    assert f"A: {a.parent.name}" in out and f"B: {b.parent.name}" in out  # both files are tokenizer.json
+    assert "Verdicts, A: " in out and "Verdicts, B: " in out
     assert "domain notes: tokens/word" in out and "domain web: chars/token" in out
     row = next(line for line in out.splitlines() if line.startswith("all: chars/token")).split()
     assert float(row[-2]) > float(row[-1])  # the tokenizer trained on the corpus compresses it better
     assert main(["tokenizer", "compare", str(a), "--text", str(tmp_path / "missing")]) == 2
+
+
+def test_compare_gives_each_tokenizer_the_report_verdicts(tmp_path, capsys):
+    from scratchlm.tokenizer.compare import column_labels
+
+    for name, texts in (("english", [EN] * 40), ("both", [EN, DE] * 20)):
+        (tmp_path / name).mkdir()
+        save_tokenizer(train_bpe(texts, vocab_size=2000, min_frequency=1), tmp_path / name)
+    (tmp_path / "text").mkdir()
+    for lang, text in (("en", EN), ("de", DE)):  # enough documents per language for a firm verdict
+        write_jsonl(tmp_path / "text" / f"{lang}.jsonl", [{"text": f"{i}. {text * 3}"} for i in range(12)])
+    paths = [str(tmp_path / n / "tokenizer.json") for n in ("english", "both")]
+    assert main(["tokenizer", "compare", *paths, "--text", str(tmp_path / "text")]) == 0
+    out = capsys.readouterr().out
+    english = out[out.index("Verdicts, A: english"):out.index("Verdicts, B: both")]
+    both = out[out.index("Verdicts, B: both"):]
+    assert "[warning] tokens/word de" in english and "[ok] tokens/word en" in english
+    assert "[ok] tokens/word de" in both and "small sample" not in out
+    assert column_labels(["x/run/tokenizer.json", "y/run/tokenizer.json"]) == ["x/run", "y/run"]
+    assert column_labels(["a.json", "b/c.json"]) == ["a.json", "c.json"]
+
+
+def test_report_data_tables_count_the_same_tokens_as_the_shards(run):
+    from scratchlm.report.build import _table
+    from scratchlm.report.data_section import data_section
+
+    cfg, art = run
+    data = read_json(art["data"].dir / "stats.json")
+    shards = read_json(art["shards"].dir / "shards.json")
+    md = "\n".join(data_section(data, shards, 10 ** 6, _table))
+
+    def rows(after: str) -> list[list[str]]:
+        lines = md[md.index(after):].splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("| "))
+        table = []
+        for line in lines[start + 2:]:
+            if not line.startswith("| "):
+                return table
+            table.append([c.strip() for c in line.strip("|").split("|")])
+        return table
+
+    def out(cell: str) -> int:
+        return int(cell.split("→")[1].replace(",", ""))
+
+    total = sum(v["tokens"] for v in shards["train"].values())
+    per_domain = sum(out(r[4]) for r in rows("### Per domain") if r[1] == "split")
+    per_source = sum(out(next(r for r in rows(f"### Source `{name}`") if r[0] == "split")[6])
+                     for name in shards["train"])
+    source_table = rows("### Per source")
+    assert per_domain == per_source == total == sum(int(r[7].replace(",", "")) for r in source_table)
+    assert [int(r[6].replace(",", "")) for r in source_table] == [shards["train"][r[0]]["chars"] for r in source_table]
+    assert "est." not in md.split("### Dedup clusters")[0]
+    estimated = "\n".join(data_section(data, None, None, _table))  # before the shards exist: labelled estimates
+    assert "est. " in estimated.split("### Per domain")[1].split("### Dedup clusters")[0]

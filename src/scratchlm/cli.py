@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -55,14 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .data.guard_commands import add_parsers as add_guard_parsers
 
     add_guard_parsers(data)
-    p = data.add_parser("rejected", help="count and sample what the prepare stage dropped, by rule")
-    _config_arg(p)
-    p.add_argument("--rule", default=None, help="e.g. near_duplicate, language, promotional (default: all)")
-    p.add_argument("--source", default=None)
-    p.add_argument("--sample", type=int, default=5)
-    p = data.add_parser("explain", help="follow one document through every prepare step")
-    _config_arg(p)
-    p.add_argument("doc_id", help="e.g. web/web.jsonl:17")
+    from .data.inspect_commands import add_parsers as add_inspect_parsers
+
+    add_inspect_parsers(data)
     from .data.audit_commands import add_parser as add_audit_parser
 
     add_audit_parser(data)
@@ -192,6 +188,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from .data.guard_commands import run_guard_command
 
         return run_guard_command(args)
+    elif args.command == "data" and args.verb in ("rejected", "explain", "show"):
+        from .data.inspect_commands import run_inspect_command
+
+        return run_inspect_command(args)
     else:
         from . import stages
 
@@ -210,13 +210,6 @@ def dispatch(args: argparse.Namespace) -> int:
         art = plan_artifacts(cfg)
         if args.command == "data" and args.verb == "prepare":
             stages.stage_data(cfg, art, args.force)
-        elif args.command == "data":
-            from .data import audit
-            from .pipeline import require
-
-            data_dir = require(art, "data").dir
-            print(audit.rejected(data_dir, args.rule, args.source, args.sample) if args.verb == "rejected"
-                  else audit.explain(data_dir, args.doc_id))
         elif args.command == "tokenizer":
             (stages.stage_tokenizer if args.verb == "train" else stages.stage_shards)(cfg, art, args.force)
         elif args.command == "train":
@@ -227,7 +220,7 @@ def dispatch(args: argparse.Namespace) -> int:
             print(stages.stage_report(cfg, art, args.force)["report"])
     return 0
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return dispatch(args)
@@ -237,6 +230,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a reader that left early (`| head`) shows here, not as a traceback at exit
+    except BrokenPipeError:
+        # Python's recipe: point stdout at devnull so the interpreter's last flush has nowhere to fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer cut off by its reader
 
 if __name__ == "__main__":
     sys.exit(main())

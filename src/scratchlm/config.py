@@ -227,6 +227,7 @@ class MonitorConfig:
     spike_min_history: int = 10  # log intervals seen before the spike detector may fire
     weight_growth_window: int = 20  # log intervals over which a steadily growing weight norm is judged
     weight_growth: float = 0.25  # relative growth of a layer's weight norm across that window that warns
+    weight_growth_after: float = 0.25  # share of train.max_steps (and the warmup) while norms settle: not judged
     stall_share: float = 0.2  # share of step time spent waiting for data above which the loader is stalling
     domain_rise: float = 0.01  # nats/token a domain's validation loss may rise while the mean falls
     overconfidence_loss_tolerance: float = 0.0  # val loss must fall by more than this for rising logits to be ok
@@ -241,6 +242,7 @@ class MonitorConfig:
 @dataclass
 class RunConfig:
     workdir: str = "run"  # where every stage writes, relative to the config file
+    demo: bool = False  # a demo on a corpus too small for its model (the quickstart): trains through that error
 
 @dataclass
 class Config:
@@ -420,6 +422,7 @@ def validate(cfg: Config, where: str) -> None:
     for key in ("spike_window", "spike_min_history", "weight_growth_window", "repetition_ngram"):
         _check(getattr(mo, key) > 0, where, f"`monitor.{key}` must be > 0")
     _check(0 < mo.stall_share < 1, where, "`monitor.stall_share` must be in (0, 1)")
+    _check(0 <= mo.weight_growth_after < 1, where, "`monitor.weight_growth_after` must be in [0, 1)")
     _check(mo.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")
 
 def _validate_eval_sets(cfg: Config, where: str) -> None:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from . import config as C
+from .model.presets import PRESET_KEYS
 
 SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
             ("shards", C.ShardsConfig), ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
@@ -42,16 +43,22 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
     for name, cls in SECTIONS:
         comments = _comments(cls)
         lines.append(f"[{name}]")
+        if name == "model":
+            lines += ["# The shape keys a preset decides are written commented out: a live key would override the",
+                      "# preset (the plan and the train log name every override). Without a preset they default",
+                      "# to the values shown."]
         for f in dataclasses.fields(cls):
             if f.name in ("sources", "tasks", "sets", "quality", "language_rules"):  # tables are rendered apart
                 continue
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            value = overrides.get(name, {}).get(f.name, default)
+            given = f.name in overrides.get(name, {})
+            value = overrides[name][f.name] if given else default
             if value is None:
                 lines.append(f"# {f.name} =   # {comments.get(f.name, '')} (unset by default)")
                 continue
             comment = f"  # {comments[f.name]}" if f.name in comments else ""
-            lines.append(f"{f.name} = {_toml_value(value)}{comment}")
+            live = given or not (name == "model" and f.name in PRESET_KEYS)
+            lines.append(("" if live else "# ") + f"{f.name} = {_toml_value(value)}{comment}")
         lines.append("")
         if name == "data":
             from .data.quality_config import template_lines

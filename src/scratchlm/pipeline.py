@@ -15,7 +15,7 @@ from typing import Callable
 from .config import Config
 from .errors import UserError
 from .ids import DigestCache, content_id, files_id, read_json, write_json
-from .progress import log
+from .progress import duration, log
 
 STAGES = ("data", "decontaminate", "tokenizer", "shards", "train", "eval", "report")
 COMMAND = {"data": "scratchlm data prepare", "decontaminate": "scratchlm data decontaminate", "tokenizer": "scratchlm tokenizer train",
@@ -108,9 +108,11 @@ def run_stage(cfg: Config, art: dict[str, Artifact], stage: str, work: Callable[
     log(f"{stage}: running (id {a.id})")
     t0 = time.time()
     result = work(a.dir)
-    write_json(a.dir / MANIFEST, {"stage": stage, "id": a.id, "inputs": a.inputs, "seconds": time.time() - t0,
+    seconds = time.time() - t0
+    write_json(a.dir / MANIFEST, {"stage": stage, "id": a.id, "inputs": a.inputs, "seconds": seconds,
                                   "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "result": result})
     _write_lineage(cfg, art)
+    log(f"{stage}: done in {duration(seconds)}")
     return result
 
 

@@ -78,11 +78,12 @@ def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
     dirs = {s: art[s].dir for s in ("data", "tokenizer", "shards", "train", "eval")}
     dirs["decontaminate"] = art["decontaminate"].dir
     ids = {s: a.id for s, a in art.items() if s != "report"}
-    return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out), force)
+    return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out, cfg.run.demo), force)
 
 
 def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0) -> dict | None:
     """Plan the training about to start (not when it is already done); refuse a plan in error unless forced."""
+    from .demo import accepted_notes, blocking_errors
     from .errors import UserError
     from .plan.make import make_plan
     from .plan.render import render_plan
@@ -91,9 +92,12 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
         return None
     plan = make_plan(cfg, art=art, probe_seconds=probe_seconds)
     log(render_plan(plan))
-    if plan["level"] == "error" and not force:
-        errors = "; ".join(f"{v['name']}: {v['summary']}" for v in plan["verdicts"] if v["level"] == "error")
-        raise UserError(f"the plan ends in error ({errors}); fix the config or pass --force to train anyway")
+    for note in accepted_notes(plan["verdicts"], cfg.run.demo):
+        log(f"plan: {note}")
+    errors = blocking_errors(plan["verdicts"], cfg.run.demo)
+    if errors and not force:
+        listed = "; ".join(f"{v['name']}: {v['summary']}" for v in errors)
+        raise UserError(f"the plan ends in error ({listed}); fix the config or pass --force to train anyway")
     return plan
 
 
@@ -115,4 +119,6 @@ def run_all(cfg: Config, resume: bool = False, force: bool = False) -> dict:
     result = stage_report(cfg, art)
     log(f"report: {result['report']} (validation loss {result['val_loss']:.3f} vs unigram baseline "
         f"{result['unigram_loss']:.3f} nats/token)")
+    for line in result.get("expected_in_demo", []):
+        log(f"expected in this demo: {line}")
     return result

@@ -712,6 +712,7 @@ def scan_corpus(
     chunk_chars: int = 2_000_000,
     min_coverage: Mapping[str, float] | None = None,
     on_removal: Callable[[dict, list[Match], Decontaminated], None] | None = None,
+    exempt: Callable[[dict, Match], bool] | None = None,
 ) -> tuple[Iterator[dict], ContaminationReport]:
     """Scan training documents ({"id", "source", "domain", "text", ...}) against the index, in order, over a
     process pool of `workers`. Returns the clean documents as a lazy iterator and the report it fills in.
@@ -722,7 +723,8 @@ def scan_corpus(
 
     min_coverage (per eval set name, default 0: any shared n-gram) is the share of an item's n-grams a document
     must hold to count as contaminated; smaller overlaps are counted in the report and left in. on_removal is
-    called with (document, its matches, what was removed) for every document that loses text.
+    called with (document, its matches, what was removed) for every document that loses text. A match for
+    which exempt(document, match) is true is no copy (a held-out piece found in the rest of its own document).
     Verdict error per eval set: more than error_fraction of its items found, or more than error_train_share of
     the training text removed because of it (the set is then training data, not held-out data)."""
     _check_mode(mode)
@@ -738,6 +740,8 @@ def scan_corpus(
             scanned = _scan_in_pool(index, chunks, workers)
         for chunk, chunk_matches in scanned:
             for doc, matches in zip(chunk, chunk_matches):
+                if exempt is not None and matches:
+                    matches = [m for m in matches if not exempt(doc, m)]
                 if thresholds and matches:
                     matches = _drop_partial(index, matches, thresholds, report)
                 result = decontaminate(doc["text"], matches, mode, span_window, min_piece_chars)

@@ -28,6 +28,7 @@ from ..progress import bar, log
 from .contamination import ContaminationIndex, Decontaminated, Match, load_eval_set, scan_corpus
 from .jsonl import ShardWriter, read_jsonl
 from .ledger import Ledger
+from .val_split import HELD_OUT_PIECE
 
 VALIDATION_PREFIX = "validation/"  # eval set names of the validation split: validation/<domain>
 EVAL_SETS = "eval_sets.json"
@@ -92,7 +93,7 @@ def decontaminate_corpus(cfg: Config, data_dir: Path, out: Path) -> dict:
                                 mode=c.mode, workers=workers, span_window=c.span_window,
                                 min_piece_chars=c.min_piece_chars, error_fraction=ITEMS_ARE_REMOVED,
                                 error_train_share=c.error_train_share,
-                                min_coverage=coverage, on_removal=removals.record)
+                                min_coverage=coverage, on_removal=removals.record, exempt=_own_piece)
     for _ in clean:  # the scan only finds what to remove; the rewrite below touches only the files that lose text
         pass
     removals.ledger.close()
@@ -126,6 +127,12 @@ def decontaminate_corpus(cfg: Config, data_dir: Path, out: Path) -> dict:
                                  "verdict": report.sets[name].verdict, "message": report.sets[name].message}
                           for name, r in eval_sets.items() if name in report.sets},
             "report": str(out / REPORT_MD)}
+
+
+def _own_piece(doc: dict, match: Match) -> bool:
+    """The held-out tail of a long document shares words with the beginning left in training by design (the
+    split cut it there, val_split.py); that is no copy of the eval item."""
+    return match.eval_set.startswith(VALIDATION_PREFIX) and match.item_id == doc.get(HELD_OUT_PIECE)
 
 
 def _train_docs(data_dir: Path, stats: dict) -> Iterator[dict]:

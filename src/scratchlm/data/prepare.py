@@ -16,7 +16,8 @@ global steps need the whole corpus and run in between:
   promo           promotional / spam / templated-text score (not on code)               local
   paragraphs      duplicate paragraphs corpus-wide (not cut out of code: that would     global -> local
                   break the file); documents cuts left as skeletons
-  split           validation drawn per domain from the clean, deduplicated corpus       global -> local
+  split           validation drawn per domain from the clean, deduplicated corpus,      global -> local
+                  within val_max_share of its characters (val_split.py)
 
 Order matters: the validation split is drawn from the *cleaned, deduplicated* corpus, so validation and
 training come from the same distribution and no validation document has a duplicate in training. A step
@@ -29,8 +30,6 @@ import os
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
-
-import xxhash
 
 from ..config import Config, SourceConfig
 from ..errors import UserError
@@ -45,10 +44,7 @@ from .quality_config import QualitySettings
 from .step_runner import StepRunner
 from .token_estimate import measure_ratio, model_params, sample_texts, size_verdict
 from .units import Unit, plan_units
-
-
-def _val_rank(doc_id: str, seed: int) -> int:
-    return xxhash.xxh3_64_intdigest(doc_id.encode(), seed=seed)
+from .val_split import SPLIT_FROM, draw_validation, finish_plan
 
 
 def prepare_data(cfg: Config, out: Path) -> dict:
@@ -97,8 +93,8 @@ def prepare_data(cfg: Config, out: Path) -> dict:
         run.local("paragraphs", S.apply_dedup, state=lambda u: para_decisions[u.name])
         dedup_report = {**doc_report, **para_report}
 
-        val_ids, val_plan = run.timed("draw_validation", _draw_validation, cfg, survivors)
-        run.local("split", S.split_validation, state=lambda u: sorted(val_ids.get(u.name, ())))
+        val_docs, val_plan = run.timed("draw_validation", draw_validation, cfg, survivors)
+        run.local("split", S.split_validation, d.min_chars, state=lambda u: sorted(val_docs.get(u.name, {}).items()))
 
         train_files, val_summary = run.timed("write", _write_outputs, run, out)
         ledger_counts = run.timed("ledger", _merge_ledgers, run, out)
@@ -109,7 +105,8 @@ def prepare_data(cfg: Config, out: Path) -> dict:
     tokens = run.timed("token_estimate", measure_ratio, samples, cfg.tokenizer.vocab_size)
     manifest = summarize(run, cfg, profile, tokens, dedup_report, ledger_counts)
     manifest["seconds"] = {k: round(v, 3) for k, v in run.seconds.items()}
-    manifest.update(validation=val_summary, validation_plan=val_plan, train_files=train_files)
+    manifest.update(validation=val_summary, validation_plan=finish_plan(val_plan, val_summary, d),
+                    train_files=train_files)
     manifest["units"] = {u.name: {"source": u.source, "files": [f.doc_id for f in u.files], "bytes": u.bytes,
                                   "steps": {s: str(run.outputs[s][u.name]) for s in manifest["steps"]
                                             if u.name in run.outputs[s]}} for u in units}
@@ -181,36 +178,6 @@ def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
     return paths
 
 
-def _draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str, set[str]], dict]:
-    """Seeded hash order of the document IDs: random, reproducible, independent of file order."""
-    d = cfg.data
-    chosen: dict[str, set[str]] = defaultdict(set)  # unit name -> held-out doc ids
-    plan = {}
-    for domain in sorted({s.domain for s in d.sources}):
-        items = sorted((_val_rank(doc_id, d.seed), doc_id, chars, unit)
-                       for doc_id, chars, unit in survivors.get(domain, []))
-        n = len(items)
-        want = min(d.val_max_docs, max(d.val_min_docs, round(n * d.val_fraction)))
-        if d.val_fraction == 0 or n < 2 * d.val_min_docs:
-            want = 0  # too few documents: holding some out would leave training nearly empty
-        # A few short documents make a validation loss that moves with the sample, not the model: keep drawing in
-        # the same random order until the text is large enough, within the share the domain can spare.
-        held = sum(chars for _, _, chars, _ in items[:want])
-        spare = d.val_max_share * sum(chars for _, _, chars, _ in items)
-        while want and want < min(n - d.val_min_docs, d.val_max_docs) and held < d.val_min_chars \
-                and held + items[want][2] <= spare:
-            held += items[want][2]
-            want += 1
-        for _, doc_id, _, unit in items[:want]:
-            chosen[unit].add(doc_id)
-        note = "" if want else f"only {n} clean documents; no validation split for this domain"
-        if want and held < d.val_min_chars:
-            note = (f"validation text is {held:,} characters (< val_min_chars {d.val_min_chars:,}): "
-                    f"its loss is noisy; add data to this domain")
-        plan[domain] = {"clean_docs": n, "held_out": want, "held_out_chars": held, "note": note}
-    return chosen, plan
-
-
 def _link(src: Path, dst: Path) -> None:
     try:
         os.link(src, dst)  # the cache keeps its copy; a hard link costs no space
@@ -235,7 +202,8 @@ def _write_outputs(run: StepRunner, out: Path) -> tuple[dict[str, list[str]], di
     val_summary = {}
     for domain, docs in sorted(val_docs.items()):
         write_jsonl(out / "val" / f"{domain}.jsonl", docs)
-        val_summary[domain] = {"docs": len(docs), "chars": sum(len(x["text"]) for x in docs)}
+        val_summary[domain] = {"docs": len(docs), "chars": sum(len(x["text"]) for x in docs),
+                               "pieces": sum(SPLIT_FROM in x for x in docs)}
     return dict(train_files), val_summary
 
 

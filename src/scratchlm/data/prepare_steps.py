@@ -20,6 +20,7 @@ from .quality_config import QualitySettings
 from .jsonl import read_jsonl
 from .readers import Rejected
 from .step_runner import StepContext
+from .val_split import HELD_OUT_PIECE, PIECE_SUFFIX, SPLIT_FROM, WHOLE, tail_cut
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
@@ -229,7 +230,17 @@ def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
 
 
 def split_validation(doc: dict, ctx: StepContext) -> dict | None:
-    if doc["id"] in ctx.memo.setdefault("val", set(ctx.state)):
+    """Divert the drawn documents to validation; of a document too long to hold out whole, only its tail."""
+    budget = ctx.memo.setdefault("val", dict(ctx.state)).get(doc["id"])
+    if budget is None:
+        return doc
+    if budget == WHOLE:
         ctx.divert("val", doc)
         return None
-    return doc
+    cut = tail_cut(doc["text"], budget, ctx.settings)
+    if cut is None:  # no paragraph or line boundary leaves a tail that fits: the document stays in training
+        ctx.note("val_piece", "no_boundary")
+        return doc
+    piece_id = doc["id"] + PIECE_SUFFIX
+    ctx.divert_piece("val", {**doc, "id": piece_id, "text": doc["text"][cut:], SPLIT_FROM: doc["id"]})
+    return {**doc, "text": doc["text"][:cut].rstrip(), HELD_OUT_PIECE: piece_id}

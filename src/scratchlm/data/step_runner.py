@@ -31,7 +31,6 @@ from ..progress import bar
 from .jsonl import ShardWriter, read_jsonl
 from .clean.structure import piece_contexts
 from .ledger import Ledger
-from .readers import Rejected
 from .units import Unit
 
 CACHE_VERSION = f"{__version__}/4"  # bump when a step's code changes what it produces: old results are not reused
@@ -61,10 +60,20 @@ class StepContext:
 
     def divert(self, name: str, doc: dict) -> None:
         """Send a document to another output (`<name>-00000.jsonl.zst`), e.g. the validation split."""
+        self._writer(name).write(doc)
+        self.stats["diverted"][name] += 1
+
+    def divert_piece(self, name: str, piece: dict) -> None:
+        """Send a piece of a document whose rest the step returns (the held-out tail of a long document). It is
+        counted in the notes, not as a document, so every document in is still one document out."""
+        self._writer(name).write(piece)
+        self.note(f"{name}_piece", "docs")
+        self.note(f"{name}_piece", "chars", len(piece["text"]))
+
+    def _writer(self, name: str) -> ShardWriter:
         if name not in self._writers:
             self._writers[name] = ShardWriter(self.directory, name, per_shard=1 << 62, level=1)
-        self._writers[name].write(doc)
-        self.stats["diverted"][name] += 1
+        return self._writers[name]
 
     def close_writers(self) -> None:
         for w in self._writers.values():

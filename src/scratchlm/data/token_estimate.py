@@ -57,18 +57,22 @@ def model_params(cfg: Config) -> int:
         return GPT(cfg.model, cfg.tokenizer.vocab_size).num_params()
 
 
-def size_verdict(tokens: int, params: int, counted: str) -> dict:
-    per_param = tokens / params if params else 0.0
+def size_level(per_param: float, wanted: float = MIN_TOKENS_PER_PARAM) -> tuple[str, str]:
+    """The one verdict on corpus size (data stage, plan, check and report all call it): (level, advice).
+    `wanted` moves the warning line (`scratchlm plan --tokens-per-param`); the error line stays at TOO_SMALL."""
     if per_param < TOO_SMALL:
-        level = "error"
-        advice = "the model will memorize this corpus: add data or shrink the model"
-    elif per_param < MIN_TOKENS_PER_PARAM:
-        level = "warning"
-        advice = f"below {MIN_TOKENS_PER_PARAM} tokens per parameter: the model is larger than the data supports"
-    elif per_param <= MAX_TOKENS_PER_PARAM:
-        level, advice = "ok", f"within {MIN_TOKENS_PER_PARAM}-{MAX_TOKENS_PER_PARAM} tokens per parameter"
-    else:
-        level, advice = "ok", f"over {MAX_TOKENS_PER_PARAM} tokens per parameter: a larger model could use this data"
+        return "error", (f"under {TOO_SMALL} tokens per parameter the model will memorize this corpus: add data "
+                         "or shrink the model")
+    if per_param < wanted:
+        return "warning", f"below {wanted:g} tokens per parameter: the model is larger than the data supports"
+    if per_param <= MAX_TOKENS_PER_PARAM:
+        return "ok", f"within {wanted:g}-{MAX_TOKENS_PER_PARAM} tokens per parameter"
+    return "ok", f"over {MAX_TOKENS_PER_PARAM} tokens per parameter: a larger model could use this data"
+
+
+def size_verdict(tokens: int, params: int, counted: str, wanted: float = MIN_TOKENS_PER_PARAM) -> dict:
+    per_param = tokens / params if params else 0.0
+    level, advice = size_level(per_param, wanted)
     return {"level": level, "tokens": tokens, "params": params, "tokens_per_param": round(per_param, 2),
             "counted": counted, "message": f"{tokens:,} tokens ({counted}) for {params:,} parameters = "
                                            f"{per_param:.1f} tokens/parameter: {advice}"}

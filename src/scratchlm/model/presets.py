@@ -23,8 +23,26 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+PRESET_KEYS = tuple(dict.fromkeys(k for shape in PRESETS.values() for k in shape))  # the keys a preset decides
+
+
 def apply_preset(raw_model: dict[str, Any], where: str) -> dict[str, Any]:
     name = raw_model["preset"]
     if name not in PRESETS:
         raise UserError(f"{where}: unknown `model.preset` {name!r}; choose one of {', '.join(PRESETS)}")
     return {**PRESETS[name], **raw_model}
+
+
+def preset_overrides(model) -> list[str]:
+    """The keys of `model.preset` that the config overrides. apply_preset fills every preset key the file leaves
+    unset, so a final value that differs from the preset's can only have been written out."""
+    shape = PRESETS.get(model.preset or "", {})
+    return [k for k, v in shape.items() if getattr(model, k) != v]
+
+
+def describe_preset(model) -> str | None:
+    """One line for the plan and the train log: "preset tiny", or "preset tiny, overridden: n_layer, d_model"."""
+    if not model.preset:
+        return None
+    overridden = preset_overrides(model)
+    return f"preset {model.preset}" + (f", overridden: {', '.join(overridden)}" if overridden else "")

@@ -10,7 +10,7 @@ import math
 from collections import deque
 from dataclasses import asdict, dataclass
 
-from ..config import MonitorConfig
+from ..config import MonitorConfig, TrainConfig
 
 VERDICTS = ("ok", "warning", "error")
 
@@ -69,17 +69,28 @@ class LossSpike:
 
 
 class WeightGrowth:
-    """A layer's weight norm rising at (nearly) every log interval: AdamW is shrinking its effective LR."""
+    """A layer's weight norm still rising steadily late in the run: AdamW is shrinking its effective LR.
+
+    Early in a run every norm moves fast while the weights leave their initialization and settle, and under a
+    decaying LR the growth slows down by itself; neither is the inflation this detector is for. So it judges only
+    windows past the run's early phase (`monitor.weight_growth_after` of `train.max_steps`, and at least the
+    warmup), and only growth that keeps its pace: the later half of the window must grow at least SUSTAINED times
+    as much (in log terms) as the earlier half. AdamW without weight decay at a long constant LR keeps its pace.
+    """
 
     name = "weight_growth"
     kind = "log"
     STEADY = 0.9  # share of intervals that must increase for growth to count as steady
+    SUSTAINED = 0.7  # growth of the window's later half / its earlier half; below it the norm is settling
 
-    def __init__(self, cfg: MonitorConfig):
+    def __init__(self, cfg: MonitorConfig, train: TrainConfig | None = None):
         self.window, self.growth = cfg.weight_growth_window, cfg.weight_growth
+        self.after = max(train.warmup_steps, cfg.weight_growth_after * train.max_steps) if train else 0
         self.history: dict[str, deque[float]] = {}
 
     def check(self, row: dict) -> list[Alert]:
+        if row["step"] < self.after:
+            return []
         alerts = []
         for group, norm in (row.get("weight_norm") or {}).items():
             h = self.history.setdefault(group, deque(maxlen=self.window + 1))
@@ -88,11 +99,14 @@ class WeightGrowth:
                 continue
             ups = sum(b > a for a, b in zip(h, list(h)[1:]))
             rel = h[-1] / max(h[0], 1e-12) - 1
-            if rel > self.growth and ups >= self.STEADY * self.window:
+            mid = h[self.window // 2]
+            early, late = math.log(mid / max(h[0], 1e-12)), math.log(h[-1] / max(mid, 1e-12))
+            if rel > self.growth and ups >= self.STEADY * self.window and late >= self.SUSTAINED * early:
                 alerts.append(Alert(row["step"], self.name, group, "warning",
                                     f"weight norm of {group} grew {rel:.0%} over the last {self.window} log "
-                                    f"intervals and rose in {ups} of them: the effective learning rate "
-                                    f"|update|/|weight| is shrinking (raise weight decay or lower the LR)"))
+                                    f"intervals, rose in {ups} of them and is not slowing down: the effective "
+                                    f"learning rate |update|/|weight| is shrinking (raise weight decay or lower "
+                                    f"the LR)"))
         return alerts
 
 
@@ -200,3 +214,8 @@ class Repetition:
 DETECTORS = (LossSpike, WeightGrowth, LoaderStall, DomainDegradation, Overconfidence, Repetition)
 NONFINITE = "nonfinite"  # the halt: not a streaming detector, the run stops on its first alert
 ALL_NAMES = tuple(d.name for d in DETECTORS) + (NONFINITE,)
+
+
+def build_detectors(cfg: MonitorConfig, train: TrainConfig | None = None) -> list:
+    """One of each detector. WeightGrowth also needs the run's length: it judges growth against the run's phase."""
+    return [d(cfg, train) if d is WeightGrowth else d(cfg) for d in DETECTORS]

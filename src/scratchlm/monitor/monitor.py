@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..ids import write_json
 from ..progress import log
-from .detectors import ALL_NAMES, DETECTORS, NONFINITE, Alert
+from .detectors import ALL_NAMES, NONFINITE, Alert, build_detectors
 from .diagnosis import diagnose
 from .norms import UpdateRatio, grad_norms, grouped_parameters, weight_norms
 from .sample_diff import load_samples, repeated_ngram_rate, sample_files, text_diff
@@ -48,7 +48,7 @@ class Monitor:
         self.flops_per_token = flops_per_token(model)
         self.peak = peak_flops(device, precision, self.m.peak_flops)
         self.update = UpdateRatio()
-        self.detectors = [d(self.m) for d in DETECTORS]
+        self.detectors = build_detectors(self.m, cfg.train)
         self.active: set[tuple[str, str]] = set()
         self.stats = {name: {"checks": 0, "fired": 0, "verdict": "ok", "first_step": None, "last_step": None,
                              "message": ""} for name in ALL_NAMES}

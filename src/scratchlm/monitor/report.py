@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ids import read_json
+from ..md import cell
 from .dashboard import write_dashboard
 from .monitor import ALERTS, SUMMARY, read_rows
 
@@ -19,7 +20,7 @@ def monitoring_section(train_dir: Path, out: Path) -> list[str]:
     md += ["| detector | verdict | checks | fired | first step | last step | last message |", "|---|---|---|---|---|---|---|"]
     for name, s in detectors.items():
         md.append(f"| {name} | {s['verdict']} | {s['checks']} | {s['fired']} | {s['first_step'] or ''} | "
-                  f"{s['last_step'] or ''} | {s['message'].replace('|', '/')} |")
+                  f"{s['last_step'] or ''} | {cell(s['message'])} |")
     alerts = read_rows(Path(train_dir) / ALERTS)
     md += ["", f"{len(alerts)} alerts in `{ALERTS}`" + (":" if alerts else "."), ""]
     md += [f"- step {a['step']}: **{a['verdict']}** {a['detector']} ({a['subject']}): {a['message']}"

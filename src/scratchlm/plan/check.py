@@ -127,6 +127,8 @@ def run_checklist(cfg: Config, plan: dict, resume: Verdict | None) -> list[Verdi
 
     c = by_name["corpus"]
     out.append(Verdict("corpus size in tokens, not bytes", c["level"], c["summary"], c["evidence"]))
+    e = by_name["epochs"]
+    out.append(Verdict("corpus not read too many times", e["level"], e["summary"], e["evidence"]))
     out.append(_dedup_verdict(art))
     out.append(_audit_verdict(art))
 

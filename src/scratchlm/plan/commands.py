@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from ..config import Config
+from ..demo import accepted_notes, blocking_errors
 from .check import render_checklist, run_checklist
 from .make import make_plan
 from .render import render_plan
@@ -15,7 +17,9 @@ def plan_command(cfg: Config, args: argparse.Namespace) -> int:
     plan = make_plan(cfg, gpu=args.gpu, budget_hours=args.budget_hours, price_per_hour=args.price_per_hour,
                      tokens_per_param=args.tokens_per_param, probe_seconds=args.probe_seconds)
     print(json.dumps(plan, indent=2, default=str) if args.json else render_plan(plan))
-    return 1 if plan["level"] == "error" else 0
+    for note in accepted_notes(plan["verdicts"], cfg.run.demo):
+        print(f"plan: {note}", file=sys.stderr)
+    return 1 if blocking_errors(plan["verdicts"], cfg.run.demo) else 0
 
 
 def check_command(cfg: Config, args: argparse.Namespace) -> int:

@@ -34,11 +34,3 @@ def extrapolate(cfg: Config, probe: dict, n_domains: int, n_prompts: int,
         out["cost"] = total / 3600 * price_per_hour
         out["price_per_hour"] = price_per_hour
     return out
-
-
-def hours(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -7,6 +7,7 @@ from ..config import Config, ModelConfig
 from ..errors import UserError
 from ..ids import read_json, write_json
 from ..model import GPT
+from ..model.presets import describe_preset
 from ..pipeline import Artifact, plan_artifacts
 from ..progress import log
 from ..train.device import pick_device, pick_precision
@@ -17,8 +18,8 @@ from .hardware import GiB, measure_matmul_peak, resolve_target
 from .memory import estimate_memory, recommend_batch
 from .peakmem import rss_bytes
 from .shrink import config_diff, largest_fitting
-from .verdicts import (MEMORY_HEADROOM, Verdict, context_verdict, corpus_verdict, estimate_verdict,
-                       memory_verdict, time_verdict, worst)
+from .verdicts import (MEMORY_HEADROOM, context_verdict, corpus_verdict, epochs_verdict,
+                       estimate_verdict, memory_verdict, time_verdict, worst)
 
 ASSUMED_CUDA_CONTEXT = GiB // 2  # typical CUDA context + cuBLAS workspace; measured when the GPU is local
 PROBE_MAX_MICRO_SECONDS = 20.0  # a micro-batch predicted slower than this is probed at a smaller size
@@ -143,7 +144,7 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
         peak_flops = target.datasheet_peak.get(precision)
         lower_bound = arith["planned_flops"] / peak_flops if peak_flops else None
         verdicts.append(time_verdict(None, budget_hours, measured=False, lower_bound_seconds=lower_bound))
-    verdicts.insert(0, corpus_verdict(corpus, arith))
+    verdicts[:0] = [corpus_verdict(corpus, arith), epochs_verdict(corpus, arith)]
     verdicts.append(context_verdict(document_lengths(art, m.seq_len), m.seq_len))
 
     suggestion = None
@@ -152,7 +153,8 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
         suggestion = _suggest(cfg, vocab, precision, target, overhead, corpus, budget_hours, tokens_per_param,
                               time_plan, lower_bound, arith, failing)
     plan = {"config": str(cfg.path) if cfg.path else None, "train_id": art["train"].id,
-            "target": vars(target), "precision": precision, "vocab_from": vocab_from,
+            "model": describe_preset(m) or "no preset: the shape of the [model] keys", "target": vars(target),
+            "precision": precision, "vocab_from": vocab_from,
             "budget_hours": budget_hours, "arithmetic": arith, "memory": memory, "probe": probe,
             "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
             "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,

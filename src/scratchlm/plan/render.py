@@ -1,7 +1,8 @@
 """The plan as text for a terminal and as Markdown for the run report."""
 from __future__ import annotations
 
-from .extrapolate import hours
+from ..md import cell
+from ..progress import duration
 from .hardware import GiB
 
 MARK = {"ok": "ok", "warning": "WARNING", "error": "ERROR", "not available": "n/a"}
@@ -25,7 +26,8 @@ def _f(x: float | None) -> str:
 def plan_rows(plan: dict) -> list[tuple[str, str]]:
     a, mem, p, tp = plan["arithmetic"], plan["memory"], plan["probe"], plan["time"]
     c = mem["configured"]
-    rows = [
+    rows = [("model", plan["model"])] if "model" in plan else []  # plans saved before the row existed lack it
+    rows += [
         ("device", f"{plan['target']['name']} — {_b(plan['target']['memory'])} ({plan['target']['memory_note']}), "
                    f"{plan['precision']}"),
         ("parameters", f"{a['params']:,} ({a['params_non_embedding']:,} without embeddings; vocab "
@@ -69,10 +71,10 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
         rows.append(("probe", "not run (" + ("the target is not this machine's device" if not plan["target"]["local"]
                                              else "the step does not fit in memory") + ")"))
     if tp:
-        rows.append(("time", f"{hours(tp['total_seconds'])} = training {hours(tp['train_seconds'])} + "
-                             f"{tp['checkpoints']} checkpoints {hours(tp['checkpoint_seconds'])} + "
-                             f"{tp['evaluations']} evaluations {hours(tp['eval_seconds'])} + one restart "
-                             f"{hours(tp['restart_seconds'])} ({tp['restart_lost_steps']} steps lost)"))
+        rows.append(("time", f"{duration(tp['total_seconds'])} = training {duration(tp['train_seconds'])} + "
+                             f"{tp['checkpoints']} checkpoints {duration(tp['checkpoint_seconds'])} + "
+                             f"{tp['evaluations']} evaluations {duration(tp['eval_seconds'])} + one restart "
+                             f"{duration(tp['restart_seconds'])} ({tp['restart_lost_steps']} steps lost)"))
         if "cost" in tp:
             rows.append(("cost", f"{tp['cost']:,.2f} at {tp['price_per_hour']:g}/hour"))
     return rows
@@ -97,9 +99,9 @@ def render_plan(plan: dict) -> str:
 def plan_markdown(plan: dict) -> list[str]:
     """The report section: the same rows as a table, then the verdicts."""
     md = ["## Plan", "", f"Made before training (plan {plan['level']}).", "", "| item | value |", "|---|---|"]
-    md += [f"| {k} | {v.replace('|', '/')} |" for k, v in plan_rows(plan)]
+    md += [f"| {k} | {cell(v)} |" for k, v in plan_rows(plan)]
     md += ["", "| check | verdict | detail |", "|---|---|---|"]
-    md += [f"| {v['name']} | {v['level']} | {v['summary'].replace('|', '/')} |" for v in plan["verdicts"]]
+    md += [f"| {v['name']} | {v['level']} | {cell(v['summary'])} |" for v in plan["verdicts"]]
     s = plan.get("suggestion")
     if s and s["fits"]:
         md += ["", "Largest model of the same family that fits:", "", "```diff", s["diff"], "```"]

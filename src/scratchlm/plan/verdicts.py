@@ -26,21 +26,29 @@ def worst(levels) -> str:
 
 
 def corpus_verdict(corpus: dict, arithmetic: dict) -> Verdict:
-    have, need = corpus["tokens"], arithmetic["tokens_needed"]
-    planned = arithmetic["planned_tokens"]
-    epochs = planned / have if have else float("inf")
-    ev = {"corpus_tokens": have, "tokens_needed": need, "tokens_per_param": arithmetic["tokens_per_param"],
-          "planned_training_tokens": planned, "epochs": epochs, "how": corpus["how"]}
-    ratio = have / arithmetic["params"]
+    """Corpus size in tokens per parameter: the same verdict the data stage and the report show."""
+    from ..data.token_estimate import size_verdict
+
+    have, wanted = corpus["tokens"], arithmetic["tokens_per_param"]
+    size = size_verdict(have, arithmetic["params"], "counted in the training shards" if corpus.get("exact")
+                        else "estimated", wanted)
+    ev = {"corpus_tokens": have, "tokens_needed": arithmetic["tokens_needed"], "tokens_per_param": wanted,
+          "tokens_per_param_measured": size["tokens_per_param"], "how": corpus["how"]}
     if have == 0:
         return Verdict("corpus", "error", "the corpus has no training tokens", ev)
+    return Verdict("corpus", size["level"], size["message"] + f" ({arithmetic['tokens_needed']:,} needed at "
+                   f"{wanted:g} per parameter)", ev)
+
+
+def epochs_verdict(corpus: dict, arithmetic: dict) -> Verdict:
+    """How many times training reads the corpus: a fact of its own, beside the corpus size."""
+    have, planned = corpus["tokens"], arithmetic["planned_tokens"]
+    epochs = planned / have if have else float("inf")
+    ev = {"corpus_tokens": have, "planned_training_tokens": planned, "epochs": epochs, "max_epochs": MAX_EPOCHS}
     if epochs > MAX_EPOCHS:
-        return Verdict("corpus", "error", f"training would read the corpus {epochs:.1f} times (> {MAX_EPOCHS}): "
+        return Verdict("epochs", "error", f"training would read the corpus {epochs:.1f} times (> {MAX_EPOCHS}): "
                        f"{have:,} tokens for {planned:,} planned", ev)
-    if have < need:
-        return Verdict("corpus", "warning", f"{have:,} tokens = {ratio:.1f} per parameter, under the "
-                       f"{arithmetic['tokens_per_param']:g} wanted ({need:,})", ev)
-    return Verdict("corpus", "ok", f"{have:,} tokens = {ratio:.1f} per parameter (>= {need:,} needed)", ev)
+    return Verdict("epochs", "ok", f"training reads the corpus {epochs:.1f} times (at most {MAX_EPOCHS})", ev)
 
 
 def memory_verdict(configured_total: int, memory: int, recommendation: dict, configured: dict) -> Verdict:

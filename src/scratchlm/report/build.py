@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ..ids import read_json, write_json
+from ..md import cell
 from ..monitor.report import monitoring_section
 from .data_section import data_section
 from ..tokenizer.report_section import tokenizer_section
@@ -45,14 +46,14 @@ def plot_curves(rows: list[dict], out: Path) -> Path | None:
 
 def _table(header: list[str], rows: list[list]) -> str:
     def fmt(v):
-        return f"{v:.4f}" if isinstance(v, float) else ("" if v is None else str(v))
+        return f"{v:.4f}" if isinstance(v, float) else ("" if v is None else cell(v))
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out: Path) -> dict:
+def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out: Path, demo: bool = False) -> dict:
     data = read_json(dirs["data"] / "stats.json")
     shards = read_json(dirs["shards"] / "shards.json")
     train_summary = read_json(dirs["train"] / "summary.json")
@@ -63,14 +64,6 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md = ["# scratchlm run report", ""]
     md += ["Artifacts (content-derived IDs): " + ", ".join(f"{k} `{v}`" for k, v in ids.items()), ""]
     md += data_section(data, shards, train_summary.get("n_params"), _table, data_dir=dirs["data"])
-    md.append(_table(["source", "domain", "docs in", "docs kept", "chars kept", "train tokens", "weight"],
-                     [[name, s["domain"], s["docs_in"], s["docs_kept"], s["chars_kept"],
-                       shards["train"].get(name, {}).get("tokens"), shards["train"].get(name, {}).get("weight")]
-                      for name, s in data["sources"].items()]))
-    md += ["", "Validation split, drawn per domain from the cleaned corpus before training:", ""]
-    md.append(_table(["domain", "clean docs", "held out", "val tokens", "note"],
-                     [[d, p["clean_docs"], p["held_out"], shards["val"].get(d, {}).get("tokens"), p["note"]]
-                      for d, p in data["validation_plan"].items()]))
     tokenizer_plot = None
     if "tokenizer" in dirs:
         tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table)
@@ -95,6 +88,10 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md.append("Epochs per source: " + ", ".join(f"{k} {v:.2f}" for k, v in train_summary["epochs_per_source"].items()))
     if plot:
         md += ["", f"![loss curves]({plot.name})"]
+    from .timing_section import timing_section  # stage seconds, plan-predicted against measured training time
+
+    timing_md, timings = timing_section(dirs, plan, _table)
+    md += [""] + timing_md
     md += ["", "## Evaluation", "", f"Checkpoint `{evaluation['checkpoint']}` (step {evaluation['step']}).", ""]
     md.append(_table(["domain", "val loss", "unigram baseline", "bits/byte", "top-1", "top-10", "tokens"],
                      [[d, r["loss"], r["unigram_loss"], r["bpb"], r["top1"], r["top10"], r["tokens"]]
@@ -108,13 +105,19 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     for s in evaluation["samples"]:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
     md += monitoring_section(dirs["train"], out)  # MONITOR: verdicts, dashboard.html, plots/
-    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation, "plan": plan}
-    report.update(guard)
+    report.update(guard, timings=timings)
     if "tokenizer" in dirs:
         report["tokenizer"] = tokenizer_json
+    expected = []
+    if demo:  # one note on what a 10-minute CPU demo cannot avoid, after the title
+        from .. import demo as demo_note
+
+        expected = demo_note.note_lines(report)
+        md[2:2] = demo_note.report_section(report)
+    (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     write_json(out / "report.json", report)
     for name in ("report.md", "report.json", "dashboard.html") + tuple(p.name for p in (plot, tokenizer_plot) if p):
         (workdir / name).write_bytes((out / name).read_bytes())  # the latest report sits at the top of the run
     return {"report": str(workdir / "report.md"), "val_loss": evaluation["val_loss"],
-            "unigram_loss": evaluation["unigram_loss"]}
+            "unigram_loss": evaluation["unigram_loss"], "expected_in_demo": expected}

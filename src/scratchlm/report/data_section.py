@@ -18,6 +18,9 @@ def _rules(st: dict) -> str:
     fired = [(n, f"{r}: {n}") for r, n in st.get("dropped", {}).items()]
     fired += [(v["pieces"], f"{r}: {v['pieces']} pieces / {v['chars']:,} chars") for r, v in st.get("removed", {}).items()]
     fired += [(n, f"{name}: {n}") for name, n in st.get("diverted", {}).items()]
+    tails = st.get("notes", {}).get("val_piece", {})
+    if tails.get("docs"):
+        fired.append((tails["docs"], f"val tails: {tails['docs']} ({tails['chars']:,} chars)"))
     return "; ".join(text for _, text in sorted(fired, reverse=True)[:TOP_RULES]) or "-"
 
 
@@ -31,7 +34,36 @@ def real_ratios(data: dict, shards: dict | None) -> dict[str, float]:
     return out
 
 
-def _step_rows(steps: dict, order: list[str], ratio: float | None) -> list[list]:
+def step_tokens(data: dict, real: dict[str, float]) -> dict[str, dict[str, dict]]:
+    """Tokens in and out of every step, per source and per domain: characters x the source's tokens/char in the
+    shards where they exist (the split step's output is then the shards' own count), else the prepare stage's
+    estimate, marked `estimated`. A domain is the sum of its sources, so every table adds up to the same total."""
+    out: dict[str, dict[str, dict]] = {"sources": {}, "domains": {}}
+    for name, s in data["sources"].items():
+        ratio = real.get(name)
+        rows = out["sources"][name] = {}
+        for step, st in s["steps"].items():
+            if "skipped" in st:
+                continue
+            if ratio is None:
+                rows[step] = {"in": st["tokens_in"], "out": st["tokens_out"], "estimated": True}
+            else:
+                rows[step] = {"in": round(st["chars_in"] * ratio), "out": round(st["chars_out"] * ratio),
+                              "estimated": False}
+            dom = out["domains"].setdefault(s["domain"], {}).setdefault(step, {"in": 0, "out": 0, "estimated": False})
+            dom["in"] += rows[step]["in"]
+            dom["out"] += rows[step]["out"]
+            dom["estimated"] |= rows[step]["estimated"]
+    return out
+
+
+def _tokens(t: dict | None) -> str:
+    if t is None:
+        return ""
+    return ("est. " if t["estimated"] else "") + f"{_fmt(t['in'])} → {_fmt(t['out'])}"
+
+
+def _step_rows(steps: dict, order: list[str], tokens: dict[str, dict]) -> list[list]:
     rows = []
     for step in order:
         st = steps.get(step)
@@ -40,11 +72,39 @@ def _step_rows(steps: dict, order: list[str], ratio: float | None) -> list[list]
         if "skipped" in st:
             rows.append([step, "", "", "", "", "", "", f"skipped: {st['skipped']}"])
             continue
-        tok_in = st["chars_in"] * ratio if ratio is not None else st["tokens_in"]
-        tok_out = st["chars_out"] * ratio if ratio is not None else st["tokens_out"]
         rows.append([step, _fmt(st["docs_in"]), _fmt(st["docs_out"]), _fmt(st["chars_in"]), _fmt(st["chars_out"]),
-                     _fmt(st["bytes_out"]), f"{_fmt(tok_in)} → {_fmt(tok_out)}", _rules(st)])
+                     _fmt(st["bytes_out"]), _tokens(tokens.get(step)), _rules(st)])
     return rows
+
+
+def source_table(data: dict, shards: dict | None, tokens: dict, table) -> str:
+    """Per source: what was read and kept, then the training split alone, in the shards' counts once they exist
+    (the decontaminate stage may have removed some since the prepare stage)."""
+    rows = []
+    for name, s in data["sources"].items():
+        shard = ((shards or {}).get("train") or {}).get(name)
+        if shard:
+            train = [shard["docs"], shard["chars"], _fmt(shard["tokens"])]
+        else:
+            split = tokens["sources"][name].get(data["steps"][-1])
+            train = [s["train"]["docs"], s["train"]["chars"], "est. " + _fmt(split["out"]) if split else ""]
+        weight = shard["weight"] if shard else None
+        rows.append([name, s["domain"], _fmt(s["docs_in"]), _fmt(s["docs_kept"]), _fmt(s["chars_kept"]),
+                     *(_fmt(v) if isinstance(v, int) else v for v in train), weight])
+    return table(["source", "domain", "docs in", "docs kept (train + val)", "chars kept (train + val)",
+                  "train docs", "train chars", "train tokens", "weight"], rows)
+
+
+def validation_table(data: dict, shards: dict | None, table) -> str:
+    """Per domain: the validation split against the config's limits, with the note when it falls short."""
+    rows = []
+    for d, p in data["validation_plan"].items():
+        held = f"{p['held_out']}" + (f", of which {p['pieces']} tail(s)" if p.get("pieces") else "")
+        share = f"{p['share']:.1%}" if "share" in p else ""
+        rows.append([d, _fmt(p["clean_docs"]), held, _fmt(p.get("held_out_chars")), share,
+                     _fmt(((shards or {}).get("val") or {}).get(d, {}).get("tokens")), p["note"]])
+    return table(["domain", "clean docs", "held out", "val chars", "share of domain chars", "val tokens", "note"],
+                 rows)
 
 
 def _clusters(name: str, c: dict) -> list[str]:
@@ -107,26 +167,30 @@ def audit_section(data: dict, data_dir: Path, table) -> list[str]:
 def data_section(data: dict, shards: dict | None, n_params: int | None, table,
                  data_dir: Path | None = None) -> list[str]:
     real = real_ratios(data, shards)
+    tokens = step_tokens(data, real)
     order = data["steps"]
     md = ["## Data", ""]
     if shards and n_params:
-        tokens = sum(v.get("tokens", 0) for v in shards["train"].values())
-        verdict = size_verdict(tokens, n_params, "counted by the trained tokenizer")
+        total = sum(v.get("tokens", 0) for v in shards["train"].values())
+        verdict = size_verdict(total, n_params, "counted by the trained tokenizer")
     else:
         verdict = data["verdict"]
     md += [f"**Corpus size: {verdict['level']}.** {verdict['message']}.", ""]
     md += [f"**Warning:** {w}" for w in data.get("warnings", [])] + ([""] if data.get("warnings") else [])
     est = data["tokens"]
     ratios = ", ".join(f"{k} {v:.3f}" for k, v in est["ratio"].items())
-    md.append(f"Token counts per step: {'the real tokens/char of each source in the tokenized shards' if real else 'estimated'}"
-              f" × characters. The prepare stage's estimate ({est['method']}; sample of "
-              f"{est.get('sample_docs', 0)} documents, {est['sample_chars']:,} characters) was tokens/char: {ratios}"
-              + (f"; measured on the shards: {', '.join(f'{k} {v:.3f}' for k, v in real.items())}." if real else "."))
+    md.append("Tokens per step: characters × "
+              + ("the real tokens/char of each source in the tokenized shards, so the split step's output is the "
+                 "shards' count" if real else "the prepare stage's estimated tokens/char (marked est.)")
+              + f". The prepare stage's estimate ({est['method']}; sample of {est.get('sample_docs', 0)} documents, "
+                f"{est['sample_chars']:,} characters) was tokens/char: {ratios}"
+              + (f"; measured on the shards: {', '.join(f'{k} {v:.3f}' for k, v in real.items())}." if real else ".")
+              + " Characters and documents include the validation split up to the split step.")
     md.append("")
     header = ["step", "docs in", "docs out", "chars in", "chars out", "bytes out", "tokens in → out", "top rules"]
     for name, s in data["sources"].items():
         md += [f"### Source `{name}` (domain `{s['domain']}`, {s['profile']} filters)", ""]
-        md.append(table(header, _step_rows(s["steps"], order, real.get(name))))
+        md.append(table(header, _step_rows(s["steps"], order, tokens["sources"][name])))
         kept_share = s["train"]["chars"] / s["chars_in"] if s["chars_in"] else 0
         langs = ", ".join(f"{k} {v}" for k, v in sorted(s["languages"].items(), key=lambda kv: -kv[1])) or \
             "not identified (code source or step skipped)"
@@ -141,9 +205,12 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table,
         for step in order:
             st = dom["steps"].get(step)
             if st:
-                rows.append([domain, step, _fmt(st["docs_in"]), _fmt(st["docs_out"]), _fmt(st["tokens_in"]),
-                             _fmt(st["tokens_out"]), _rules(st)])
-    md += [table(["domain", "step", "docs in", "docs out", "est. tokens in", "est. tokens out", "top rules"], rows), ""]
+                rows.append([domain, step, _fmt(st["docs_in"]), _fmt(st["docs_out"]),
+                             _tokens(tokens["domains"][domain].get(step)), _rules(st)])
+    md += [table(["domain", "step", "docs in", "docs out", "tokens in → out", "top rules"], rows), ""]
+    md += ["### Per source", "", source_table(data, shards, tokens, table), ""]
+    md += ["### Validation split", "", "Drawn per domain from the cleaned corpus before training, within "
+           "`data.val_max_share` of the domain's characters:", "", validation_table(data, shards, table), ""]
     dedup = data["dedup"]
     md += ["### Dedup clusters", ""]
     md += _clusters("exact (normalized text)", dedup["exact"]) + _clusters("near (MinHash LSH)", dedup["fuzzy"])
@@ -155,6 +222,7 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table,
     if data_dir is not None:
         md += [""] + audit_section(data, Path(data_dir), table)
     md += ["", "Every dropped document, line and paragraph is in the ledger (`rejected-*.jsonl.zst`): "
-               "`scratchlm data rejected -c CONFIG --rule RULE --sample 5`, `scratchlm data explain -c CONFIG DOC_ID`.",
+               "`scratchlm data rejected -c CONFIG --rule RULE --sample 5`, `scratchlm data explain -c CONFIG DOC_ID`; "
+               "a kept document's final text: `scratchlm data show -c CONFIG DOC_ID`.",
            ""]
     return md

@@ -2,7 +2,8 @@
 
 Text is JSONL (`.jsonl`, `.jsonl.zst`; a line is a document with "text" and optionally "domain") or any other
 file read as one plain-text document; a folder is read recursively. A document without a domain gets its
-file's name. Each document's language is detected once, so every tokenizer is measured on the same labels.
+file's name. Each document's language is detected once, so every tokenizer is measured on the same labels, and
+each gets the verdicts of the tokenizer stage's fertility report (the same function).
 """
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Iterable, Iterator
 from ..data.jsonl import read_jsonl
 from ..errors import UserError
 from .bpe import load_tokenizer
-from .fertility import document_language, languages_of_use, measure
+from .fertility import document_language, languages_of_use, measure, verdicts
 
-METRICS = ("tokens_per_word", "chars_per_token", "bytes_per_token")
+METRICS = ("tokens_per_word", "prose_tokens_per_word", "chars_per_token", "bytes_per_token")
 
 
 def read_texts(paths: Iterable[str | Path]) -> Iterator[dict]:
@@ -54,10 +55,32 @@ def compare(tokenizer_paths: list[str | Path], text_paths: list[str | Path], cod
     scopes += [(f"language {k}", [r["languages"][k] for r in results]) for k in langs]
     for scope, picked in scopes:
         for metric in METRICS:
-            rows.append([f"{scope}: {metric.replace('_per_', '/')}"] + [_fmt(m[metric]) for m in picked])
-    header = ["metric"] + [f"{chr(65 + i)}: {Path(p).name}" for i, p in enumerate(tokenizer_paths)]
+            rows.append([f"{scope}: {metric.replace('_per_', '/').replace('_', ' ')}"]
+                        + [_fmt(m[metric]) for m in picked])
+    labels = [f"{chr(65 + i)}: {label}" for i, label in enumerate(column_labels(tokenizer_paths))]
     legend = [f"{chr(65 + i)} = {p}" for i, p in enumerate(tokenizer_paths)]
-    return results, "\n".join(legend + [f"{len(docs)} documents", "", _columns([header] + rows)])
+    judged = []
+    for label, result in zip(labels, results):
+        result["verdicts"] = verdicts(result, min_language_share)
+        judged += ["", f"Verdicts, {label}:"] + [f"  [{v['level']}] {v['check']}: {v['message']}"
+                                                 for v in result["verdicts"]]
+    return results, "\n".join(legend + [f"{len(docs)} documents", "", _columns([["metric"] + labels] + rows)]
+                              + judged)
+
+
+def column_labels(paths: list[str | Path]) -> list[str]:
+    """File names; where two are equal (every trained tokenizer is tokenizer.json), the parent directories,
+    with as many levels as it takes to tell them apart."""
+    resolved = [Path(p).resolve() for p in paths]
+    names = [p.name for p in resolved]
+    if len(set(names)) == len(names):
+        return names
+    parents = [p.parent.parts for p in resolved]
+    for depth in range(1, max(map(len, parents)) + 1):
+        labels = ["/".join(parts[-depth:]) for parts in parents]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(p) for p in resolved]  # the same file twice: nothing tells them apart
 
 
 def _fmt(v) -> str:

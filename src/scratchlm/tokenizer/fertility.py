@@ -1,12 +1,20 @@
 """Fertility: what the tokenizer costs on text it never saw, per domain and per language, with verdicts.
 
 tokens/word is the classic fertility (words are whitespace-separated, so it is only meaningful for languages
-that put spaces between words); chars/token and bytes/token compare across scripts and for code. The share of
-the vocabulary actually used on held-out text tells whether the vocabulary is too big for the domain: unused
-rows of the embedding matrix cost parameters and never get trained.
+that put spaces between words); chars/token and bytes/token compare across scripts and for code. The verdict
+reads tokens/word on the prose of each document: its paragraphs and list items, without code blocks, options,
+tables, or the paths and identifiers a sentence mentions (data/clean/structure.py tells the lines apart).
+Technical text is full of `/etc/fstab` and `--no-preserve-root`, which no vocabulary turns into one token;
+counted as words, they push every manual above the threshold and "grow the vocabulary" never clears it.
+A figure measured on a few documents, or mostly on one, is said to be so.
+
+The share of the vocabulary actually used on held-out text tells whether the vocabulary is too big for the
+domain: unused rows of the embedding matrix cost parameters and never get trained. Long entries that are runs
+of one symbol (table borders, rules) are flagged: the sample taught them, ordinary text never uses them.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable
@@ -14,15 +22,28 @@ from typing import Iterable
 import numpy as np
 from tokenizers import Tokenizer
 
+from ..data.clean.structure import LIST, PROSE, parse
 from .bpe import SPECIAL_TOKENS
 from .langid import UNDETERMINED, language_of
 
-MAX_TOKENS_PER_WORD = 1.4  # well-served languages sit around 1.1-1.3 with a 32k-50k vocabulary
+MAX_TOKENS_PER_WORD = 1.4  # well-served languages sit around 1.1-1.3 on prose with a 32k-50k vocabulary
+MIN_SAMPLE_DOCS = 10  # a tokens/word figure from fewer documents ...
+MAX_DOC_SHARE = 0.5  # ... or with more than this share of its words from one document is not firm
+DEGENERATE_MIN_BYTES = 32  # a vocabulary entry this long with no letter or digit is a border, not a word
+# Not a word of prose: a path, an option, an identifier, markup ("/etc/fstab", "--force", "os.path", "a_b", "`x`").
+_NOT_A_WORD = re.compile(r"[/\\_=<>{}\[\]|`@$#~]|^[-+]|::|\(\)|\w\.\w")
 MAX_LANGUAGE_COST_RATIO = 1.5  # a language paying 1.5x the tokens trains on 1/1.5 of the text per token
 MAX_UNUSED_VOCAB = 0.10
 NO_WORD_SPACES = {"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"}  # tokens/word is undefined there
 BATCH = 256
 TOP = 10
+
+
+def prose_words(text: str) -> list[str]:
+    """The words of a document's prose lines (paragraphs and list items; not code, options, tables or
+    headings), without the paths, options and identifiers the sentences mention."""
+    return [w for line in parse(text) if line.kind in (PROSE, LIST) for w in line.text.split()
+            if not _NOT_A_WORD.search(w)]
 
 
 @dataclass
@@ -32,20 +53,46 @@ class Tally:
     chars: int = 0
     bytes: int = 0
     tokens: int = 0
+    prose_docs: int = 0
+    prose_words: int = 0
+    prose_tokens: int = 0
+    largest_prose_words: int = 0  # of one document: how much the figure leans on it
 
-    def add(self, text: str, n_tokens: int) -> None:
+    def add(self, text: str, n_tokens: int, n_prose_words: int, n_prose_tokens: int) -> None:
         self.docs += 1
         self.words += len(text.split())
         self.chars += len(text)
         self.bytes += len(text.encode("utf-8"))
         self.tokens += n_tokens
+        if n_prose_words:
+            self.prose_docs += 1
+            self.prose_words += n_prose_words
+            self.prose_tokens += n_prose_tokens
+            self.largest_prose_words = max(self.largest_prose_words, n_prose_words)
 
     def metrics(self) -> dict:
         return {"docs": self.docs, "words": self.words, "chars": self.chars, "bytes": self.bytes,
                 "tokens": self.tokens,
                 "tokens_per_word": self.tokens / self.words if self.words else None,
                 "chars_per_token": self.chars / self.tokens if self.tokens else None,
-                "bytes_per_token": self.bytes / self.tokens if self.tokens else None}
+                "bytes_per_token": self.bytes / self.tokens if self.tokens else None,
+                "prose_docs": self.prose_docs, "prose_words": self.prose_words, "prose_tokens": self.prose_tokens,
+                "prose_tokens_per_word": self.prose_tokens / self.prose_words if self.prose_words else None,
+                "largest_doc_share": self.largest_prose_words / self.prose_words if self.prose_words else None}
+
+
+def fertility(m: dict) -> float | None:
+    """The tokens/word the verdicts, the report's plot and `tokenizer compare` judge: on prose words."""
+    return m.get("prose_tokens_per_word")
+
+
+def sample_caveat(m: dict) -> str:
+    """Why a tokens/word figure is not firm, or "" when it rests on enough documents."""
+    docs, share = m.get("prose_docs", 0), m.get("largest_doc_share")
+    if docs >= MIN_SAMPLE_DOCS and (share is None or share <= MAX_DOC_SHARE):
+        return ""
+    return (f"measured on only {docs} document(s) ({m.get('prose_words', 0):,} prose words, "
+            f"{share or 0:.0%} of them from the largest): a small sample, the figure may not hold")
 
 
 def document_language(doc: dict, code_domains: Iterable[str]) -> str:
@@ -62,11 +109,14 @@ def measure(tok: Tokenizer, docs: Iterable[dict], code_domains: Iterable[str] = 
     batch: list[dict] = []
 
     def flush() -> None:
-        for doc, enc in zip(batch, tok.encode_batch([d["text"] for d in batch], add_special_tokens=False)):
+        langs = [document_language(doc, code_domains) for doc in batch]
+        prose = [[] if lang == "code" else prose_words(doc["text"]) for doc, lang in zip(batch, langs)]
+        whole = tok.encode_batch([d["text"] for d in batch], add_special_tokens=False)
+        prose_enc = tok.encode_batch([" ".join(words) for words in prose], add_special_tokens=False)
+        for doc, lang, enc, words, penc in zip(batch, langs, whole, prose, prose_enc):
             n = len(enc.ids)
-            for tally in (overall, by_domain[doc.get("domain", "all")],
-                          by_language[document_language(doc, code_domains)]):
-                tally.add(doc["text"], n)
+            for tally in (overall, by_domain[doc.get("domain", "all")], by_language[lang]):
+                tally.add(doc["text"], n, len(words), len(penc.ids))
             if n:
                 counts[:] += np.bincount(enc.ids, minlength=len(counts))
         batch.clear()
@@ -90,10 +140,19 @@ def vocab_usage(tok: Tokenizer, counts: np.ndarray) -> dict:
     frequent = [i for i in np.argsort(-counts, kind="stable")[:TOP] if counts[i] > 0]
     vocab = tok.get_vocab()  # byte-level strings: one character per byte, so len() is the token's byte length
     longest = sorted((i for i in vocab.values() if i not in special), key=lambda i: (-len(tok.id_to_token(i)), i))
+    degenerate = [i for i in longest if degenerate_entry(tok.decode([i]), len(tok.id_to_token(i)))]
     return {"size": int(len(regular)), "used": used, "used_share": used / len(regular) if len(regular) else 0.0,
             "most_frequent": [{"token": tok.decode([int(i)]), "count": int(counts[i]), "share": counts[i] / total}
                               for i in frequent],
-            "longest": [{"token": tok.decode([i]), "bytes": len(tok.id_to_token(i))} for i in longest[:TOP]]}
+            "longest": [{"token": tok.decode([i]), "bytes": len(tok.id_to_token(i))} for i in longest[:TOP]],
+            "degenerate_count": len(degenerate),
+            "degenerate": [{"token": tok.decode([i]), "bytes": len(tok.id_to_token(i))} for i in degenerate[:TOP]]}
+
+
+def degenerate_entry(text: str, n_bytes: int) -> bool:
+    """A long entry with no letter or digit (a border "────…", a rule "=====…"); indentation is not one: runs
+    of spaces are how code is tokenized."""
+    return n_bytes >= DEGENERATE_MIN_BYTES and bool(text.strip()) and not any(c.isalnum() for c in text)
 
 
 def languages_of_use(result: dict, min_share: float, named: Iterable[str] = ()) -> list[str]:
@@ -105,34 +164,39 @@ def languages_of_use(result: dict, min_share: float, named: Iterable[str] = ()) 
 
 
 def verdicts(result: dict, min_share: float, named: Iterable[str] = ()) -> list[dict]:
+    """The fertility verdicts: the report, `scratchlm check` and `tokenizer compare` all print these."""
     out = []
     langs = languages_of_use(result, min_share, named)
-    spaced = {k: result["languages"][k]["tokens_per_word"] for k in langs
-              if k not in NO_WORD_SPACES and result["languages"][k]["tokens_per_word"]}
+    spaced = {k: fertility(result["languages"][k]) for k in langs
+              if k not in NO_WORD_SPACES and fertility(result["languages"][k])}
     for lang in langs:
-        tpw = spaced.get(lang)
+        m, tpw = result["languages"][lang], spaced.get(lang)
         if tpw is None:
+            why = "no spaces between words" if lang in NO_WORD_SPACES else "no prose lines"
             out.append({"level": "ok", "check": f"tokens/word {lang}",
-                        "message": f"{lang}: no spaces between words, tokens/word not measured; chars/token "
-                                   f"{result['languages'][lang]['chars_per_token']:.2f}"})
+                        "message": f"{lang}: {why}, tokens/word not measured; chars/token "
+                                   f"{_num(m['chars_per_token'])}"})
             continue
         bad = tpw > MAX_TOKENS_PER_WORD
+        caveat = sample_caveat(m)
         out.append({"level": "warning" if bad else "ok", "check": f"tokens/word {lang}",
-                    "message": f"{lang}: {tpw:.2f} tokens/word" + (
+                    "message": f"{lang}: {tpw:.2f} tokens/word on prose" + (
                         f" > {MAX_TOKENS_PER_WORD}: words are split into pieces; grow the vocabulary or give {lang} "
                         f"a larger share of the sample (tokenizer.language_quotas)" if bad else
-                        f" <= {MAX_TOKENS_PER_WORD}")})
+                        f" <= {MAX_TOKENS_PER_WORD}") + (f"; {caveat}" if caveat else "")})
     if len(spaced) > 1:
         best = min(spaced, key=spaced.get)
         worst = max(spaced, key=spaced.get)
         ratio = spaced[worst] / spaced[best]
         bad = ratio > MAX_LANGUAGE_COST_RATIO
+        small = [k for k in (worst, best) if sample_caveat(result["languages"][k])]
         out.append({"level": "warning" if bad else "ok", "check": "language cost ratio",
                     "message": f"{worst} costs {ratio:.2f}x the tokens per word of {best}" + (
                         f" (> {MAX_LANGUAGE_COST_RATIO}x): the model sees less {worst} text per token and its "
                         f"context holds less of it; rebalance tokenizer.language_quotas" if bad else
-                        f" (<= {MAX_LANGUAGE_COST_RATIO}x)") + "; measured as tokens/word on held-out text, "
-                                                                "not on parallel text"})
+                        f" (<= {MAX_LANGUAGE_COST_RATIO}x)") + "; measured as tokens/word on held-out prose, "
+                                                                "not on parallel text"
+                    + (f"; {' and '.join(small)} measured on a small sample" if small else "")})
     vocab = result["vocab"]
     unused = 1.0 - vocab["used_share"]
     bad = unused > MAX_UNUSED_VOCAB
@@ -141,4 +205,15 @@ def verdicts(result: dict, min_share: float, named: Iterable[str] = ()) -> list[
                            f"{result['overall']['tokens']:,} held-out tokens" + (
                                f" (> {MAX_UNUSED_VOCAB:.0%}): the vocabulary may be too large for this domain, or "
                                f"the held-out text too small to tell" if bad else "")})
+    n = vocab.get("degenerate_count", 0)
+    examples = ", ".join(f"{t['token'][:12]!r}… ({t['bytes']} B)" for t in vocab.get("degenerate", [])[:3])
+    out.append({"level": "warning" if n else "ok", "check": "degenerate vocabulary entries",
+                "message": (f"{n} entries of {DEGENERATE_MIN_BYTES}+ bytes without a letter or digit, e.g. {examples}: "
+                            f"borders and rules of the sample's tables, rows of the embedding that text never "
+                            f"uses; clean such lines out of the corpus or accept the waste") if n else
+                           f"no entry of {DEGENERATE_MIN_BYTES}+ bytes without a letter or digit"})
     return out
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"

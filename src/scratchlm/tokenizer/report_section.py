@@ -20,11 +20,11 @@ def plot_fertility(fertility: dict, of_use: list[str], out: Path) -> Path | None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .fertility import MAX_TOKENS_PER_WORD
+    from .fertility import MAX_TOKENS_PER_WORD, fertility as prose_fertility
 
     domains = {d: m["chars_per_token"] for d, m in fertility["domains"].items() if m["chars_per_token"]}
-    langs = {k: fertility["languages"][k]["tokens_per_word"] for k in of_use
-             if fertility["languages"][k]["tokens_per_word"]}
+    langs = {k: prose_fertility(fertility["languages"][k]) for k in of_use
+             if prose_fertility(fertility["languages"][k])}
     if not domains:
         return None
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=110)
@@ -32,7 +32,7 @@ def plot_fertility(fertility: dict, of_use: list[str], out: Path) -> Path | None
     a.set_title("characters per token (held-out, higher is cheaper)")
     b.bar(list(langs), list(langs.values()), color="tab:orange")
     b.axhline(MAX_TOKENS_PER_WORD, color="tab:red", ls="--", lw=1, label=f"warning above {MAX_TOKENS_PER_WORD}")
-    b.set_title("tokens per word, languages of use")
+    b.set_title("tokens per prose word, languages of use")
     b.legend()
     for ax in (a, b):
         ax.grid(axis="y", alpha=0.3)
@@ -71,20 +71,31 @@ def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path,
     md.append(table(["language", "quota", "sample chars", "share", "docs"],
                     [[k, _f(r["quota"], 3), r["chars"], _f(r["share"], 3), r["docs"]]
                      for k, r in list(quotas.items())[:TOP_LANGUAGES]]))
-    md += ["", "Fertility on held-out text, per domain:", ""]
-    md.append(table(["domain", "docs", "tokens", "tokens/word", "chars/token", "bytes/token"],
-                    [[d, m["docs"], m["tokens"], _f(m["tokens_per_word"]), _f(m["chars_per_token"]),
+    md += ["", "Fertility on held-out text, per domain. tokens/word counts every whitespace-separated word; "
+               "prose tokens/word, which the verdicts judge, only the words of paragraphs and list items, without "
+               "code, options, tables, paths and identifiers. Largest doc: the share of the prose words that "
+               "come from one document.", ""]
+    md.append(table(["domain", "docs", "tokens", "tokens/word", "prose tokens/word", "prose words", "largest doc",
+                     "chars/token", "bytes/token"],
+                    [[d, m["docs"], m["tokens"], _f(m["tokens_per_word"]), _f(m.get("prose_tokens_per_word")),
+                      m.get("prose_words"), _f(m.get("largest_doc_share"), 2), _f(m["chars_per_token"]),
                       _f(m["bytes_per_token"])] for d, m in fertility["domains"].items()]))
     md += ["", "Per language (`code` = the domains in tokenizer.code_domains; `und` = no clear language):", ""]
-    md.append(table(["language", "of use", "docs", "words", "tokens/word", "chars/token", "bytes/token"],
+    md.append(table(["language", "of use", "docs", "words", "tokens/word", "prose tokens/word", "prose docs",
+                     "largest doc", "chars/token", "bytes/token"],
                     [[k, "yes" if k in of_use else "", m["docs"], m["words"], _f(m["tokens_per_word"]),
+                      _f(m.get("prose_tokens_per_word")), m.get("prose_docs"), _f(m.get("largest_doc_share"), 2),
                       _f(m["chars_per_token"]), _f(m["bytes_per_token"])]
                      for k, m in list(fertility["languages"].items())[:TOP_LANGUAGES]]))
     vocab = fertility["vocab"]
     md += ["", f"Vocabulary used on the held-out text: {vocab['used']:,} of {vocab['size']:,} tokens "
                f"({vocab['used_share']:.1%}).",
            "Most frequent: " + ", ".join(f"`{t['token']!r}` {t['share']:.1%}" for t in vocab["most_frequent"]) + ".",
-           "Longest: " + ", ".join(f"`{t['token']!r}` ({t['bytes']} B)" for t in vocab["longest"]) + ".", ""]
+           "Longest: " + ", ".join(f"`{t['token']!r}` ({t['bytes']} B)" for t in vocab["longest"]) + "."]
+    if vocab.get("degenerate"):
+        md.append(f"Degenerate entries (long, no letter or digit): {vocab['degenerate_count']}, e.g. "
+                  + ", ".join(f"`{t['token']!r}` ({t['bytes']} B)" for t in vocab["degenerate"]) + ".")
+    md.append("")
     md += ["Verdicts:", ""] + [f"- **{v['level']}** {v['check']}: {v['message']}" for v in fertility["verdicts"]]
     per_domain = shards.get("tokens_per_domain")
     if per_domain:

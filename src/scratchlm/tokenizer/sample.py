@@ -184,3 +184,22 @@ class StratifiedSample:
             "sources": sources,
             "skipped": dict(self.skipped),
         }
+
+
+def composition_lines(composition: dict, top: int = 8) -> list[str]:
+    """What the sample held against what was asked, from the record the tokenizer manifest keeps: a domain with
+    less text than its quota gives all it has, so the two differ and both are worth seeing. Language quotas are
+    shares of the prose part of the sample, so the languages are compared on that part."""
+    domains = ", ".join(f"{d} {_pct(r['quota'])} -> {r['share']:.0%}" for d, r in composition["domains"].items())
+    lines = [f"sample of {composition['chars']:,} chars from {composition['docs']:,} documents; by domain, quota -> "
+             f"actual share of the sample: {domains}"]
+    prose = {k: r for k, r in composition["languages"].items() if k != "code"}
+    if any(r["quota"] is not None for r in prose.values()):
+        total = sum(r["chars"] for r in prose.values()) or 1
+        langs = ", ".join(f"{k} {_pct(r['quota'])} -> {r['chars'] / total:.0%}" for k, r in list(prose.items())[:top])
+        lines.append(f"by language, quota -> actual share of the prose sample: {langs}")
+    return lines
+
+
+def _pct(quota: float | None) -> str:
+    return "no quota" if quota is None else f"{quota:.0%}"

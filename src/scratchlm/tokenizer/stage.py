@@ -16,7 +16,7 @@ from ..progress import bar, log
 from .bpe import BOS, load_tokenizer, save_tokenizer, special_ids, tokenizer_content_id, train_bpe
 from .fertility import languages_of_use, measure, verdicts
 from .parallel import ParallelEncoder, chunked
-from .sample import StratifiedSample
+from .sample import StratifiedSample, composition_lines
 from .shards import SourceShardWriter, dtype_for_vocab
 
 NO_SPLIT = 1 << 62  # validation files stay one file per domain: eval reads val/<domain>.bin
@@ -44,10 +44,13 @@ def train_tokenizer(cfg: Config, data_dir: Path, out: Path) -> dict:
     t = cfg.tokenizer
     sample = StratifiedSample(cfg, data_dir)
     log(f"tokenizer: training byte-level BPE, vocab {t.vocab_size}, on a stratified sample of up to "
-        f"{t.sample_chars:,} chars (" + ", ".join(f"{d} {q:.0%}" for d, q in sample.quotas.items()) + ")")
+        f"{t.sample_chars:,} chars (domain quotas: " + ", ".join(f"{d} {q:.0%}" for d, q in sample.quotas.items())
+        + ")")
     tok = train_bpe(bar(sample.texts(), desc="tokenizer sample", unit="doc"), t.vocab_size, t.min_frequency)
     path = save_tokenizer(tok, out)
     composition = sample.composition()
+    for line in composition_lines(composition):
+        log(f"tokenizer: {line}")
     fertility = heldout_fertility(cfg, tok, data_dir)
     fertility["tokenizer_id"] = tokenizer_content_id(path)
     write_json(out / "fertility.json", fertility)

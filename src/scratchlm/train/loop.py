@@ -21,8 +21,9 @@ from ..eval.loss import evaluate_domains, mean_over_domains
 from ..eval.samples import generate_samples
 from ..ids import read_json, write_json
 from ..model import GPT
+from ..model.presets import describe_preset
 from ..monitor import Monitor, NullMonitor  # MONITOR
-from ..progress import bar, log
+from ..progress import bar, bars_on, duration, log
 from ..tokenizer.bpe import load_tokenizer
 from ..tokenizer.shards import check_tokenizer_matches
 from .checkpoint import (best_checkpoint, list_checkpoints, load_model_weights, load_training_state, mark_best,
@@ -66,7 +67,7 @@ def grad_accum_for(t, seq_len: int, world_size: int) -> int:
 
 def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict,
                 prompts: list[str], resume: bool = False) -> dict:
-    t, m = cfg.train, cfg.model
+    t = cfg.train
     if t.threads:
         torch.set_num_threads(t.threads)
     world, device = init_world(pick_device(t.device))
@@ -137,8 +138,10 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
 
     tokens_per_step = t.batch_size * grad_accum * world.size * m.seq_len
     if world.main:
-        log(f"train: {raw.num_params():,} parameters on {device} ({precision}) x {world.size} rank(s), "
-            f"{t.max_steps} steps x {tokens_per_step:,} tokens ({grad_accum} micro-batch(es) per step)")
+        shape = describe_preset(m)
+        log(f"train: {raw.num_params():,} parameters{f' ({shape})' if shape else ''} on {device} ({precision}) "
+            f"x {world.size} rank(s), {t.max_steps} steps x {tokens_per_step:,} tokens ({grad_accum} micro-batch(es) "
+            f"per step)")
     metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8") if world.main else None
 
     def record(row: dict) -> None:
@@ -158,8 +161,10 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
 
     batches = Prefetcher(loader, step, t.max_steps, t.prefetch)
     model.train()
-    progress = bar(total=t.max_steps, initial=step, desc="train", unit="step",
+    progress = bar(total=t.max_steps, initial=step, desc="train", unit="step", lines=False,
                    **({} if world.main else {"file": open(os.devnull, "w")}))
+    plain = world.main and not bars_on()  # in a log: one line per log step instead of the bar, as nanoGPT does
+    loop_start, loop_start_step = time.perf_counter(), step
     window_start, window_tokens = time.perf_counter(), 0
     last_checkpoint = time.monotonic()
     while step < t.max_steps:
@@ -197,6 +202,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             monitor.on_log(step, row, elapsed)  # MONITOR: norms, MFU, data wait, memory, detectors
             record(row)
             progress.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
+            if plain:
+                log(step_line(step, t.max_steps, row, (time.perf_counter() - loop_start) / (step - loop_start_step)))
             window_start, window_tokens = time.perf_counter(), 0
         due_by_time = bool(t.checkpoint_minutes) and any_rank(
             time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
@@ -228,6 +235,12 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         summary["best_checkpoint"] = str(best) if best else None
         write_json(out / "summary.json", summary)
     return summary
+
+
+def step_line(step: int, max_steps: int, row: dict, seconds_per_step: float) -> str:
+    """The log line of a training step. The ETA counts evaluations and checkpoints: wall time per step so far."""
+    return (f"train: step {step}/{max_steps} | loss {row['loss']:.4f} | lr {row['lr']:.2e} | "
+            f"{row['tokens_per_s']:,.0f} tok/s | ETA {duration((max_steps - step) * seconds_per_step)}")
 
 
 def no_sync(model: torch.nn.Module, skip: bool):

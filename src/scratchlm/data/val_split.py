@@ -1,0 +1,121 @@
+"""The validation split: which documents each domain holds out, within `data.val_max_share` of its characters.
+
+Documents are drawn in a seeded hash order of their IDs (random, reproducible, independent of file order).
+A document too long to hold out whole without passing the share is skipped for a smaller one; when the small
+ones do not give the domain enough validation text (`val_min_chars`) or documents (`val_min_docs`), the tail of
+a long one is held out instead, cut at a paragraph boundary, and its beginning stays in training. The two
+pieces are linked (`split_from` on the held-out piece, `held_out_piece` on the training remainder), so the
+contamination guard does not take the piece for a copy of its own document. Whatever the draw cannot reach is
+said in the domain's note, which the report prints.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import xxhash
+
+from ..config import Config, DataConfig
+
+PIECE_SUFFIX = "#val"  # the held-out tail of document X is document X#val
+SPLIT_FROM = "split_from"  # on the held-out piece: the ID of the document it was cut from
+HELD_OUT_PIECE = "held_out_piece"  # on the training remainder: the ID of its held-out piece
+WHOLE = 0  # budget of a document held out whole
+_PARAGRAPH_START = re.compile(r"\n[ \t]*\n\s*")
+_LINE_START = re.compile(r"\n")
+
+
+def _rank(doc_id: str, seed: int) -> int:
+    return xxhash.xxh3_64_intdigest(doc_id.encode(), seed=seed)
+
+
+def draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str, dict[str, int]], dict]:
+    """(unit name -> {doc id: WHOLE or the most characters of its tail to hold out}, plan per domain).
+    `survivors` is domain -> [(doc id, chars, unit name)] of the documents that reach the split."""
+    d = cfg.data
+    chosen: dict[str, dict[str, int]] = defaultdict(dict)
+    plan = {}
+    for domain in sorted({s.domain for s in d.sources}):
+        items = sorted((_rank(doc_id, d.seed), doc_id, chars, unit)
+                       for doc_id, chars, unit in survivors.get(domain, []))
+        picked = _draw_domain(d, [(doc_id, chars, unit) for _, doc_id, chars, unit in items])
+        for doc_id, (unit, budget) in picked.items():
+            chosen[unit][doc_id] = budget
+        total = sum(chars for _, _, chars, _ in items)
+        plan[domain] = {"clean_docs": len(items), "clean_chars": total, "max_chars": int(d.val_max_share * total)}
+    return chosen, plan
+
+
+def _draw_domain(d: DataConfig, items: list[tuple[str, int, str]]) -> dict[str, tuple[str, int]]:
+    n = len(items)
+    want = min(d.val_max_docs, max(d.val_min_docs, round(n * d.val_fraction)))
+    if d.val_fraction == 0 or n < 2 * d.val_min_docs:
+        return {}  # too few documents: holding some out would leave training nearly empty
+    whole_limit = min(n - d.val_min_docs, d.val_max_docs)  # training keeps at least val_min_docs documents
+    spare = int(d.val_max_share * sum(chars for _, chars, _ in items))
+    picked: dict[str, tuple[str, int]] = {}
+    held = 0
+
+    def enough(limit: int) -> bool:
+        # A few short documents make a validation loss that moves with the sample, not the model: keep drawing
+        # until the text is large enough, within the share the domain can spare.
+        return len(picked) >= limit or (len(picked) >= want and held >= d.val_min_chars)
+
+    for doc_id, chars, unit in items:
+        if enough(whole_limit):
+            break
+        if held + chars <= spare:
+            picked[doc_id] = (unit, WHOLE)
+            held += chars
+    for doc_id, chars, unit in items:  # a tail leaves the document in training: only val_max_docs limits it
+        room = spare - held
+        if enough(d.val_max_docs) or room < d.min_chars:
+            break
+        if doc_id in picked:
+            continue
+        # Share what the domain can spare among the pieces still wanted; at most half a document, so training
+        # keeps its beginning.
+        budget = min(room // max(want - len(picked), 1), chars // 2)
+        if budget >= d.min_chars:
+            picked[doc_id] = (unit, budget)
+            held += budget
+    return picked
+
+
+def tail_cut(text: str, budget: int, min_chars: int) -> int | None:
+    """Offset where the held-out tail starts: the longest tail of at most `budget` characters (and at least
+    `min_chars`) that starts a paragraph, else a line, in the second half of the text; None when there is none."""
+    lowest = max(len(text) - budget, (len(text) + 1) // 2)
+    for boundary in (_PARAGRAPH_START, _LINE_START):
+        start = next((m.end() for m in boundary.finditer(text) if m.end() >= lowest), None)
+        if start is not None and len(text) - start >= min_chars:
+            return start
+    return None
+
+
+def finish_plan(plan: dict, written: dict, d: DataConfig) -> dict:
+    """The plan with what the split step really wrote (`written`: domain -> docs, chars, pieces) and a note for
+    each domain whose validation split fell short of the config or could not be drawn."""
+    for domain, p in plan.items():
+        w = written.get(domain, {"docs": 0, "chars": 0, "pieces": 0})
+        total = p["clean_chars"]
+        share = w["chars"] / total if total else 0.0
+        p.update(held_out=w["docs"], held_out_chars=w["chars"], pieces=w["pieces"], share=share, note="")
+        if not w["docs"]:
+            p["note"] = ("data.val_fraction = 0: no validation split" if d.val_fraction == 0 else
+                         f"only {p['clean_docs']} clean documents; no validation split for this domain"
+                         if p["clean_docs"] < 2 * d.val_min_docs else
+                         f"no document or paragraph-bounded tail fits in val_max_share {d.val_max_share:.0%} of "
+                         f"the domain's {total:,} characters: no validation split; add smaller documents")
+        elif w["chars"] < d.val_min_chars:
+            p["note"] = (f"validation text is {w['chars']:,} characters (< val_min_chars {d.val_min_chars:,}), "
+                         f"{share:.1%} of the domain (val_max_share {d.val_max_share:.0%}): its loss is noisy; "
+                         f"add data to this domain")
+        elif w["docs"] < min(d.val_min_docs, p["clean_docs"]):
+            p["note"] = (f"{w['docs']} validation document(s) (< val_min_docs {d.val_min_docs}): the documents are "
+                         f"too long for val_max_share {d.val_max_share:.0%}")
+        if w["pieces"]:
+            p["note"] = "; ".join(x for x in (p["note"], (
+                f"{w['pieces']} held-out piece(s) are the tails of documents too long to hold out whole, whose "
+                f"beginnings stay in training")) if x)
+    return plan
