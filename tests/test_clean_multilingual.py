@@ -196,7 +196,7 @@ def test_a_language_without_a_list_has_the_rule_off_and_the_report_says_so(tmp_p
 
     cfg = config_from_dict({"data": {"sources": [{"name": "s", "domain": "web", "path": "x",
                                                   "language_rules": {"de": {"max_mean_word_len": 18}}}]}})
-    settings = QualitySettings.of_source(cfg.data.sources[0], cfg.data)
+    settings = QualitySettings.of_source(cfg.data.sources[0], cfg.data, "prose")
     de, off = settings.for_language("de")
     assert "der" in de.stop_words and de.max_mean_word_len == 18 and "stop_words" not in off
     unknown, off = settings.for_language("zz")

@@ -33,7 +33,7 @@ def test_typos_in_prepare_keys_are_named():
     with pytest.raises(UserError, match=r"`data.skip`: unknown step `prom`; did you mean `promo`"):
         _validate(skip=["prom"])
     cfg = config_from_dict({"data": {"sources": [{**SOURCES[0], "profile": "legal"}]}})
-    with pytest.raises(UserError, match="source `a`: profile must be prose, technical or code"):
+    with pytest.raises(UserError, match="source `a`: profile must be prose, technical, code or auto"):
         validate(cfg, "c.toml")
 
 

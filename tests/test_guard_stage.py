@@ -123,8 +123,8 @@ def test_rerun_skips_the_guard(guarded_run, capsys):
 
 
 def test_eval_set_copying_the_training_data_stops_the_run(builtin_corpus, micro_config, tmp_path, capsys):
-    # The eval set is the code source itself: most of the micro corpus's training text.
-    extra = f'\n[[eval.sets]]\nname = "leak"\npath = "{builtin_corpus["code"]}"\n'
+    # The eval set is the web source itself: most of the micro corpus's training text.
+    extra = f'\n[[eval.sets]]\nname = "leak"\npath = "{builtin_corpus["web"]}"\n'
     path = micro_config(tmp_path, builtin_corpus, extra=extra)
     assert main(["run", "-c", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]

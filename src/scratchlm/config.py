@@ -28,14 +28,16 @@ class SourceConfig:
     text_field: str = "text"
     weight: float = 1.0  # share of training tokens (normalized over sources)
     languages: list[str] | None = None  # overrides data.languages for this source
-    profile: str | None = None  # prose | technical | code: filter set; default code for domain "code", prose otherwise
+    profile: str | None = None  # prose | technical | code | auto: filter set; default code for domain "code", auto otherwise
     skip_rules: list[str] = field(default_factory=list)  # ledger rules switched off for this source, e.g. ["repeated_line"]
     # per-language overrides of the language-dependent rules for this source, e.g. {de = {max_mean_word_len = 18}}
     language_rules: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def filter_profile(self) -> str:
-        return self.profile or ("code" if self.domain.strip().lower() == "code" else "prose")
+        """The configured filter set; "auto" is resolved from the source's documents by the prepare stage
+        (data/profile_choice.py)."""
+        return self.profile or ("code" if self.domain.strip().lower() == "code" else "auto")
 
 
 @dataclass
@@ -358,9 +360,9 @@ def validate(cfg: Config, where: str) -> None:
            "`data.val_max_share` must be in [0, 0.5) and `data.val_min_chars` >= 0")
     from .data.quality_config import PROFILES, check_overrides
 
-    *first, last = PROFILES
+    *first, last = [*PROFILES, "auto"]
     for s in d.sources:
-        _check(s.profile is None or s.profile in PROFILES, where,
+        _check(s.profile is None or s.profile in (*PROFILES, "auto"), where,
                f"source `{s.name}`: profile must be {', '.join(first)} or {last}, got `{s.profile}`")
     from .data.clean.language_rules import rules_for
     from .data.rules import is_rule, rule_names

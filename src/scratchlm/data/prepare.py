@@ -7,6 +7,8 @@ global steps need the whole corpus and run in between:
   read            readers, Unicode normalization, length bounds                         local
   dedup           exact, near (MinHash LSH) and partial (containment) copies of whole   global -> local
                   documents, corpus-wide, on the text as read
+  choose_profiles the filter set of each source that names none, from its documents'     global
+                  shape (profile_choice.py)
   boilerplate     page chrome: cookie / nav / footer / share lines (not on code)        local
   line_counts     per-source line document counts                                       local, observes
   repeated_lines  chrome lines found in many documents of one source (not on code)     global -> local
@@ -40,6 +42,7 @@ from .dedup_step import document_duplicates, paragraph_duplicates
 from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
 from .prepare_stats import READ_RULES, filter_warnings, summarize
+from .profile_choice import choose_profiles, describe
 from .quality_config import QualitySettings
 from .step_runner import StepRunner
 from .token_estimate import measure_ratio, model_params, sample_texts, size_verdict
@@ -71,6 +74,10 @@ def prepare_data(cfg: Config, out: Path) -> dict:
         # otherwise see every line of a copied page as template and cut them all, in every copy.
         doc_decisions, doc_report = run.timed("find_duplicates", document_duplicates, run, d, cache)
         run.local("dedup", S.apply_dedup, state=lambda u: doc_decisions[u.name])
+        chosen = run.timed("choose_profiles", choose_profiles, run, sources)
+        for name, choice in chosen.items():
+            profile[name] = choice["profile"]
+            log(f"data: {describe(name, choice)}")
         run.local("boilerplate", S.boilerplate_doc, d.min_chars, applies=enabled("boilerplate", prose))
 
         run.local("line_counts", S.count_lines, applies=enabled("repeated_lines", prose),
@@ -83,7 +90,7 @@ def prepare_data(cfg: Config, out: Path) -> dict:
                   state=lambda u: keep_languages[u.source],
                   applies=enabled("language", prose))
         run.local("quality", S.quality_doc, d.min_chars,
-                  state=lambda u: QualitySettings.of_source(sources[u.source], d),
+                  state=lambda u: QualitySettings.of_source(sources[u.source], d, profile[u.source]),
                   applies=enabled("quality"))
         run.local("promo", S.promo_doc, d.promo_threshold, state=lambda u: profile[u.source],
                   applies=enabled("promo", prose))
@@ -104,6 +111,8 @@ def prepare_data(cfg: Config, out: Path) -> dict:
     samples = sample_texts(run, d.token_sample_chars // max(len(sources), 1))
     tokens = run.timed("token_estimate", measure_ratio, samples, cfg.tokenizer.vocab_size)
     manifest = summarize(run, cfg, profile, tokens, dedup_report, ledger_counts)
+    for name, choice in chosen.items():
+        manifest["sources"][name]["profile_choice"] = choice
     manifest["seconds"] = {k: round(v, 3) for k, v in run.seconds.items()}
     manifest.update(validation=val_summary, validation_plan=finish_plan(val_plan, val_summary, d),
                     train_files=train_files)

@@ -144,6 +144,12 @@ def filter_warnings(manifest: dict, wanted_languages: dict[str, tuple[str, ...]]
             out.append(f"source `{name}`: the {step} step removed {lost:.0%} of its characters "
                        f"({st['chars_in']:,} -> {st['chars_out']:,}; top rules: {top}); fix: {fixes}; read what "
                        f"went: `scratchlm data rejected -c CONFIG --source {name} --sample 5`")
+        if src.get("domain", "").strip().lower() == "code" and src["profile"] != "code":
+            prose_drops = sum(sum(src["steps"].get(step, {}).get("dropped", {}).values())
+                              for step in ("language", "quality", "promo"))
+            out.append(f"source `{name}`: domain code with the {src['profile']} filters: rules for text (stop words, "
+                       f"language, promotional wording) judge its files as prose and dropped {prose_drops} of them; "
+                       f"`profile = \"code\"` is the default for domain code, remove `profile` from the source")
         off = src["steps"].get("quality", {}).get("notes", {}).get("language_rules_off", {})
         if off:
             listed = ", ".join(f"{k} ({n} docs)" for k, n in sorted(off.items(), key=lambda kv: -kv[1])[:6])

@@ -127,8 +127,8 @@ class QualitySettings:
     language_overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
     @classmethod
-    def of_source(cls, source, data) -> "QualitySettings":
-        profile = source.filter_profile
+    def of_source(cls, source, data, profile: str) -> "QualitySettings":
+        """`profile`: the source's filter set, resolved when the config left it to `auto`."""
         given = getattr(data.quality, profile)
         merged = {lang: dict(v) for lang, v in data.language_rules.items()}
         for lang, v in source.language_rules.items():

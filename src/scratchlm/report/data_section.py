@@ -190,6 +190,10 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table,
     header = ["step", "docs in", "docs out", "chars in", "chars out", "bytes out", "tokens in → out", "top rules"]
     for name, s in data["sources"].items():
         md += [f"### Source `{name}` (domain `{s['domain']}`, {s['profile']} filters)", ""]
+        if "profile_choice" in s:
+            from ..data.profile_choice import describe
+
+            md += [describe(name, s["profile_choice"]).removeprefix(f"source `{name}`: ").capitalize() + ".", ""]
         md.append(table(header, _step_rows(s["steps"], order, tokens["sources"][name])))
         kept_share = s["train"]["chars"] / s["chars_in"] if s["chars_in"] else 0
         langs = ", ".join(f"{k} {v}" for k, v in sorted(s["languages"].items(), key=lambda kv: -kv[1])) or \

@@ -14,7 +14,6 @@ of one symbol (table borders, rules) are flagged: the sample taught them, ordina
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable
@@ -22,7 +21,7 @@ from typing import Iterable
 import numpy as np
 from tokenizers import Tokenizer
 
-from ..data.clean.structure import LIST, PROSE, parse
+from ..data.clean.structure import LIST, NOT_A_WORD, PROSE, parse
 from .bpe import SPECIAL_TOKENS
 from .langid import UNDETERMINED, language_of
 
@@ -30,8 +29,6 @@ MAX_TOKENS_PER_WORD = 1.4  # well-served languages sit around 1.1-1.3 on prose w
 MIN_SAMPLE_DOCS = 10  # a tokens/word figure from fewer documents ...
 MAX_DOC_SHARE = 0.5  # ... or with more than this share of its words from one document is not firm
 DEGENERATE_MIN_BYTES = 32  # a vocabulary entry this long with no letter or digit is a border, not a word
-# Not a word of prose: a path, an option, an identifier, markup ("/etc/fstab", "--force", "os.path", "a_b", "`x`").
-_NOT_A_WORD = re.compile(r"[/\\_=<>{}\[\]|`@$#~]|^[-+]|::|\(\)|\w\.\w")
 MAX_LANGUAGE_COST_RATIO = 1.5  # a language paying 1.5x the tokens trains on 1/1.5 of the text per token
 MAX_UNUSED_VOCAB = 0.10
 NO_WORD_SPACES = {"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"}  # tokens/word is undefined there
@@ -43,7 +40,7 @@ def prose_words(text: str) -> list[str]:
     """The words of a document's prose lines (paragraphs and list items; not code, options, tables or
     headings), without the paths, options and identifiers the sentences mention."""
     return [w for line in parse(text) if line.kind in (PROSE, LIST) for w in line.text.split()
-            if not _NOT_A_WORD.search(w)]
+            if not NOT_A_WORD.search(w)]
 
 
 @dataclass

@@ -32,6 +32,8 @@ _NUMBERED_HEADING = re.compile(r"^\s*(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
 _OPTION = re.compile(r"^\s*(--?|\+)[A-Za-z0-9?@#]")
 # "Storage=", "ExecStart=, ExecStartPre=": the keys of a configuration reference, one per line.
 _CONFIG_KEY = re.compile(r"^\s*[A-Za-z_][\w.\-]*=\S*(,\s*[A-Za-z_][\w.\-]*=\S*)*\s*$")
+# "lxc.net.0.type = veth", "smtpd_milters = inet:localhost:12345": one assignment of a configuration file.
+_ASSIGNMENT = re.compile(r"^\s*[A-Za-z_][\w.\-\[\]]*\s*[:+]?=\s*\S+(\s+\S+){0,3}\s*$")
 _LIST = re.compile(r"^\s*([-*•●○▪◦‣⁃–]|\d{1,3}[.)]|[a-z][.)])\s+\S")
 _PROMPT = re.compile(r"^\s*(\$|%|>>>|\.\.\.|[A-Z]:\\>|\w+@[\w.-]+[:$#])\s")
 _COLUMN_GAP = re.compile(r"\S(\s{3,}|\t+)(?=\S)")
@@ -39,6 +41,8 @@ _TABLE_RULE = re.compile(r"^\s*[+|]?[-=+|: ]{5,}$")
 # One token that is a qualified name or a call: "locale.gettext(msg)", "os.RTLD_LAZY", "/etc/apt/sources.list".
 _IDENTIFIER = re.compile(r"^(?=\S*(?:[._/:]\w|\w\())[\w$@~./:-]+(\([^)]*\))?[;,]?$")
 _MAN_REF = re.compile(r"^[\w.:+-]+\(\d\w*\)[,.;]?$")
+# Not a word of prose: a path, an option, an identifier, markup ("/etc/fstab", "--force", "os.path", "a_b", "`x`").
+NOT_A_WORD = re.compile(r"[/\\_=<>{}\[\]|`@$#~]|^[-+]|::|\(\)|\w\.\w")
 _CODE_CHARS = frozenset("{}[]()<>=;$|&*\\/_@%^~#`")
 _LETTER = re.compile(r"[^\W\d_]")
 _NAV_MARKS = re.compile(r" [|>/] |[•»›]")  # "Prev | Up | Next" left of a man page's body is chrome, not a title
@@ -128,7 +132,8 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
     if s.startswith("|") or rows or tab_rows or aligned or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
         return TABLE
     if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s) or _is_ref_list(s) \
-            or (_data_share(s) >= 0.35 and len(s) >= 8) or _is_statement(s):
+            or (_data_share(s) >= 0.35 and len(s) >= 8) or _is_statement(s) \
+            or (_ASSIGNMENT.match(s) and not s.endswith(SENTENCE_END[:8])):
         return CODE
     if starts_element and _NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
             and not s.endswith(SENTENCE_END[:8]):
@@ -150,7 +155,7 @@ def _kind_hint(prev: str) -> bool:
 def _continues(prev: str, line: str, wrap_width: int) -> bool:
     """Does `line` carry on the sentence of `prev` (a hard wrap), rather than start a new block element?"""
     p, s = prev.rstrip(), line.lstrip()
-    if not s:
+    if not s or p.endswith(":"):  # after "...in /etc/lxc/default.conf:" comes what it introduces, not more sentence
         return False
     if s[0].islower() or s[0] in ",;:)]}":
         return True
@@ -174,13 +179,13 @@ def _code_blocks(raw: list[str], body_indent: int) -> list[bool]:
     out = [False] * len(raw)
     i = 0
     while i < len(raw):
-        deeper = raw[i].strip() and _indent(raw[i]) >= body_indent + 3
+        deeper = raw[i].strip() and _indent(raw[i]) >= body_indent + 2
         opens = i == 0 or not raw[i - 1].strip() or _indent(raw[i - 1]) < body_indent
         if not (deeper and opens):
             i += 1
             continue
         j = i
-        while j < len(raw) and raw[j].strip() and _indent(raw[j]) >= body_indent + 3:
+        while j < len(raw) and raw[j].strip() and _indent(raw[j]) >= body_indent + 2:
             j += 1
         if not _reads_as_prose(raw[i:j]):
             out[i:j] = [True] * (j - i)
@@ -333,19 +338,26 @@ _PARAGRAPH_BREAK = re.compile(r"(\r?\n(?:[ \t]*\r?\n)+)")  # the paragraph dedup
 
 def structural_paragraphs(text: str) -> frozenset[int]:
     """Indices of the blank-line-separated paragraphs that are mostly structure (code, tables, options,
-    headings) rather than prose, that document an option (its line and its description), or that are a short
-    section: a man page keeps its options and its SEE ALSO even when another page has them in the same words."""
+    headings) rather than prose, that document an option (its line and its description), that introduce a list
+    of options, or that are a short section: a man page keeps its options and its SEE ALSO even when another
+    page has them in the same words."""
     lines = parse(text)
-    out, line_no = set(), 0
+    spans, line_no = [], 0
     parts = _PARAGRAPH_BREAK.split(text)
     for i, paragraph in enumerate(parts[0::2]):
-        span = lines[line_no:line_no + paragraph.count("\n") + 1]
+        spans.append(lines[line_no:line_no + paragraph.count("\n") + 1])
+        line_no += paragraph.count("\n") + (parts[2 * i + 1].count("\n") if 2 * i + 1 < len(parts) else 0)
+    out = set()
+    for i, span in enumerate(spans):
         total = sum(len(line.text.strip()) for line in span)
         structural = sum(len(line.text.strip()) for line in span if line.kind in STRUCTURAL)
         body = [line for line in span[1:] if line.kind != BLANK]
         # A section that is a heading and a line or three (LIBRARY, SEE ALSO) belongs to its page, repeated or not.
         short_section = bool(span) and span[0].kind == HEADING and len(body) <= 3
-        if total and (structural >= 0.5 * total or (span and span[0].kind == OPTION) or short_section):
+        # "Mandatory arguments to long options are mandatory for short options too." opens the options of every
+        # coreutils page, in every translation: part of each page's option list, not a template to cut.
+        opens_options = i + 1 < len(spans) and bool(spans[i + 1]) and spans[i + 1][0].kind == OPTION
+        if total and (structural >= 0.5 * total or (span and span[0].kind == OPTION) or short_section
+                      or opens_options):
             out.add(i)
-        line_no += paragraph.count("\n") + (parts[2 * i + 1].count("\n") if 2 * i + 1 < len(parts) else 0)
     return frozenset(out)
