@@ -18,7 +18,6 @@ from ..config import DataConfig
 from ..ids import content_id, read_json, write_json
 from ..progress import bar, log
 from .clean.structure import similarity_text
-from .dedup.trim import cut_shared, shingle_set
 from .jsonl import ShardWriter
 from .step_runner import StepRunner
 
@@ -110,7 +109,7 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
             ids.clear()
             texts.clear()
 
-    code_sources = _code_sources(d)
+    code_sources, code_ids = _code_sources(d), set()
     for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: exact, minhash, containment", unit="doc"):
         if exact is not None and (kept := exact.check(doc["id"], doc["text"])) is not None:
             exact_of[doc["id"]] = (kept, None)
@@ -118,6 +117,8 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
             continue
         if fuzzy is not None:
             ids.append(doc["id"])
+            if unit.source in code_sources:  # a code file is compared whole, and a near copy is a copy
+                code_ids.add(doc["id"])
             texts.append(doc["text"] if unit.source in code_sources else similarity_text(doc["text"]))
             if len(ids) >= BATCH:
                 flush()
@@ -125,15 +126,15 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
         flush()
     near_of = dict(fuzzy.duplicates()) if fuzzy is not None else {}
     part_of = contained.contained(set(near_of)) if contained is not None else {}
-    # A copy that says something of its own loses only what it shares (dedup/trim.py).
-    own = {doc_id: contained.own(doc_id, kept) for doc_id, (kept, _) in {**near_of, **part_of}.items()} \
-        if contained is not None else {}
-    trim_against = {doc_id: kept for doc_id, (kept, _) in {**near_of, **part_of}.items()
-                    if own[doc_id] >= contained.cfg.own_min}
-    originals = _shingle_sets(run, set(trim_against.values())) if trim_against else {}
+    # A page that says something of its own is no copy, however much it shares (containment.py, own_min).
+    own_text = {doc_id for doc_id, (kept, _) in {**near_of, **part_of}.items()
+                if doc_id not in code_ids and contained.own(doc_id, kept) >= contained.cfg.own_min} \
+        if contained is not None else set()
+    for doc_id in own_text:
+        near_of.pop(doc_id, None)
+        part_of.pop(doc_id, None)
 
     writers = _writers(run, out)
-    trimmed = 0
     wanted = set(exact_of) | set(near_of) | set(part_of) | {k for k, _ in near_of.values()} \
         | {k for k, _ in part_of.values()}
     for unit, doc in run.iter_docs():
@@ -141,18 +142,6 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
         if doc_id not in wanted:
             continue
         excerpts.setdefault(doc_id, doc["text"][:160])
-        if doc_id in trim_against and unit.source not in code_sources:
-            rule = "near_duplicate" if doc_id in near_of else "contained_duplicate"
-            text, pieces = cut_shared(doc["text"], originals[trim_against[doc_id]])
-            if pieces:
-                writers[unit.name].write({"id": doc_id, "action": "cut", "rule": rule, "level": "paragraph",
-                                          "text": text, "removed": pieces,
-                                          "detail": f"passages found in {trim_against[doc_id]}; the page keeps "
-                                                    f"~{own[doc_id] << contained.cfg.sample_bits} words of its own"})
-                trimmed += 1
-            near_of.pop(doc_id, None)
-            part_of.pop(doc_id, None)
-            continue
         if doc_id in exact_of:
             decision = {"rule": "exact_duplicate", "detail": f"same normalized text as {exact_of[doc_id][0]}"}
         elif doc_id in near_of:
@@ -167,15 +156,10 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
             continue
         writers[unit.name].write({"id": doc_id, "action": "drop", **decision})
     _close(writers, out)
-    log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies dropped; "
-        f"{trimmed} copies with text of their own kept without the passages they share")
+    log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies; {len(own_text)} "
+        f"pages that share most of their text with another but have words of their own kept")
     return {"exact": _cluster_summary(exact_of, excerpts), "fuzzy": _cluster_summary(near_of, excerpts),
-            "contained": _cluster_summary(part_of, excerpts), "trimmed": trimmed, "skipped": skip}
-
-
-def _shingle_sets(run: StepRunner, ids: set[str]) -> dict:
-    """The 5-gram sets of the documents that copies are trimmed against (a few, held in memory)."""
-    return {doc["id"]: shingle_set(doc["text"]) for _, doc in run.iter_docs() if doc["id"] in ids}
+            "contained": _cluster_summary(part_of, excerpts), "kept_with_own_text": len(own_text), "skipped": skip}
 
 
 def paragraph_duplicates(run: StepRunner, d: DataConfig, cache: Path,

@@ -216,8 +216,7 @@ def _decisions(ctx: StepContext) -> dict[str, dict]:
 
 
 def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
-    """Apply the corpus-wide decisions for this unit: drop duplicates (and skeletons), cut duplicate paragraphs and
-    the passages a copy with text of its own shares with its original."""
+    """Apply the corpus-wide decisions for this unit: drop duplicates (and skeletons), cut duplicate paragraphs."""
     decision = _decisions(ctx).get(doc["id"])
     if decision is None or ctx.skips(decision.get("rule", "paragraph_duplicate")):
         return doc
@@ -226,8 +225,7 @@ def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
         return None
     original = doc["text"]
     doc["text"] = decision["text"]
-    ctx.removed(doc["id"], decision.get("rule", "paragraph_duplicate"), decision["removed"],
-                decision.get("level", "paragraph"), decision["detail"], original)
+    ctx.removed(doc["id"], "paragraph_duplicate", decision["removed"], "paragraph", decision["detail"], original)
     return doc
 
 

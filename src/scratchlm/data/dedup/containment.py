@@ -34,10 +34,10 @@ class ContainmentConfig:
     # partly copied into the editions of up to 7 other language sources still is one.
     max_postings: int = 8
     # A copy (contained, or a near duplicate) with at least this many sampled shingles that its original lacks,
-    # about 130 words of its own at the 1/8 sample, says something of its own: git-diff-files(1) is 97% the
-    # diff-options text it includes, and its synopsis and description are nowhere else. Such a page keeps what
-    # is its own and loses the passages it shares (dedup/trim.py). The copies on the cleaning benchmark and its
-    # holdout had at most 11; the pages of their own, 18 to 160.
+    # about 130 words of its own at the 1/8 sample, says something of its own and is no copy: git-diff-files(1)
+    # is 97% the diff options git includes in several pages, and its synopsis and description are nowhere else.
+    # Like paragraph dedup (paragraph_min_docs), this leaves the text a few sibling pages share to each of them.
+    # The copies on the cleaning benchmark and its holdout had at most 11; the pages of their own, 18 to 160.
     own_min: int = 16
     seed: int = 7
 
