@@ -15,9 +15,9 @@ import json
 import textwrap
 from pathlib import Path
 
+from .corpus import LABELS
 from .systems import norm, read_gz
 
-LABELS = Path(__file__).resolve().parents[1] / "cleaning_labels.jsonl"
 PER_RULE = 15
 RANDOM_DOCS = 40
 RANDOM_LINES = 40
@@ -124,8 +124,9 @@ def context(item: dict, text: str | None, doc_chars: int = 1500) -> str:
     return "\n".join(out)
 
 
-def sample_command(root: Path, systems: list[str], show: bool = False, as_json: bool = False) -> None:
-    labeled = load_labels()
+def sample_command(root: Path, systems: list[str], show: bool = False, as_json: bool = False,
+                   labels_path: Path = LABELS) -> None:
+    labeled = load_labels(labels_path)
     todo: dict[tuple, dict] = {}
     total: dict[tuple, dict] = {}
     for system in systems:
@@ -138,7 +139,7 @@ def sample_command(root: Path, systems: list[str], show: bool = False, as_json: 
                 todo[k] = rec
     inputs = {s: load_inputs(root, s) for s in systems} if show else {}
     print(f"# {len(total)} items drawn for {', '.join(systems)}; {len(total) - len(todo)} labeled, "
-          f"{len(todo)} to label (labels: {LABELS})")
+          f"{len(todo)} to label (labels: {labels_path})")
     for n, rec in enumerate(todo.values()):
         if as_json:
             print(json.dumps(rec, ensure_ascii=False))

@@ -57,17 +57,18 @@ def outcomes(decisions: list[dict], inputs: dict[str, dict], labeled: dict[tuple
     return out
 
 
-def score_system(root: Path, system: str) -> dict:
+def score_system(root: Path, system: str, labels_path: Path = L.LABELS) -> dict:
     decisions = L.load_decisions(root, system)
     inputs = L.load_inputs(root, system)
-    labeled = L.load_labels()
+    labeled = L.load_labels(labels_path)
     outc = outcomes(decisions, inputs, labeled)
     removals = L.removals(decisions)
     sampled = Counter(it["stratum"].split(":removed:", 1)[1] for it in L.draw(decisions, system)
                       if ":removed:" in it["stratum"])
     rules: dict[str, dict] = {}
     for rule, items in removals.items():
-        rules[rule] = {"level": items[0]["kind"], "removals": len(items), "sampled": sampled.get(rule, 0),
+        level = "+".join(sorted({it["kind"] for it in items}))  # doc+line: a dedup rule that also trims passages
+        rules[rule] = {"level": level, "removals": len(items), "sampled": sampled.get(rule, 0),
                        "labeled": 0, "content": 0, "junk": 0, "content_examples": []}
     fn = {"doc": [0, 0], "line": [0, 0]}  # kind -> [junk kept, junk labeled in input]
     content_lost = {"doc": [0, 0], "line": [0, 0]}  # kind -> [content not kept, content labeled in input]
@@ -162,8 +163,8 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-def score_command(root: Path, systems: list[str]) -> None:
-    results = [score_system(root, s) for s in systems]
+def score_command(root: Path, systems: list[str], labels_path: Path = L.LABELS) -> None:
+    results = [score_system(root, s, labels_path) for s in systems]
     for res in results:
         print(markdown(res))
         print()

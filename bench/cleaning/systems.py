@@ -4,6 +4,7 @@ A decisions line: {"id", "source", "status": "kept"|"dropped", "rule" (dropped),
 final text), "removed_lines": [[line, rule], ...]} where removed_lines are the input lines (stripped, whitespace
 collapsed) of a kept document that are absent from its final text, with the rule that removed them.
 runs/<system>/input.jsonl.gz holds the documents that system's reader produced (its own input).
+A corpus (corpus or holdout_corpus, the module) gives the config (config_toml) and the before commit (BEFORE_COMMIT).
 """
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ import re
 import time
 from collections import defaultdict
 from pathlib import Path
+from types import ModuleType
 
 from scratchlm.data.jsonl import read_jsonl  # plain or .zst; the same in the before and after trees
 
 from . import corpus
 
 REPO = Path(__file__).resolve().parents[2]
-BEFORE_COMMIT = "5ab84ff"
 VENV_PY = REPO / ".venv" / "bin" / "python"
 HERE = Path(__file__).resolve().parent
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
@@ -48,14 +49,14 @@ def write_gz(path: Path, records) -> None:
     tmp.replace(path)
 
 
-def scratchlm_env(system: str, root: Path) -> dict:
+def scratchlm_env(system: str, root: Path, before_commit: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(SCRATCHLM_PROGRESS="0", OMP_NUM_THREADS="1")
     if system == "before":
-        src = root / "before-src"
+        src = root / f"before-src-{before_commit}"
         if not (src / "src" / "scratchlm").exists():
             src.mkdir(parents=True, exist_ok=True)
-            archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE_COMMIT], check=True,
+            archive = subprocess.run(["git", "-C", str(REPO), "archive", before_commit], check=True,
                                      capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
         env["PYTHONPATH"] = str(src / "src")
@@ -80,15 +81,15 @@ def git_describe() -> str:
     return head + (" + uncommitted changes under src/" if dirty else "")
 
 
-def run_system(system: str, root: Path) -> Path:
+def run_system(system: str, root: Path, bench: ModuleType = corpus) -> Path:
     run_dir = root / "runs" / system
     run_dir.mkdir(parents=True, exist_ok=True)
     if system == "datatrove":
-        return run_datatrove(root, run_dir)
-    env = scratchlm_env(system, root)
+        return run_datatrove(root, run_dir, bench)
+    env = scratchlm_env(system, root, bench.BEFORE_COMMIT)
     where = check_import(env, Path(env["PYTHONPATH"]))
     cfg_path = run_dir / "scratchlm.toml"
-    cfg_path.write_text(corpus.config_toml(root, system))
+    cfg_path.write_text(bench.config_toml(root, system))
     work = run_dir / "work"
     if work.exists():  # the step cache is keyed by data and settings, not code: a changed work tree must rerun
         shutil.rmtree(work)
@@ -104,13 +105,13 @@ def run_system(system: str, root: Path) -> Path:
         sys.stdout.write(log.read_text()[-3000:])
         raise SystemExit(f"scratchlm data prepare failed (exit {proc.returncode}), log: {log}")
     out = max((p.parent for p in (work / "data").glob("*/stats.json")), key=lambda p: p.stat().st_mtime)
-    meta = {"system": system, "scratchlm": where, "code": BEFORE_COMMIT if system == "before" else git_describe(),
+    meta = {"system": system, "scratchlm": where, "code": bench.BEFORE_COMMIT if system == "before" else git_describe(),
             "prepare_seconds": round(seconds, 1), "output": str(out)}
     normalize_scratchlm(run_dir, out, meta)
     return run_dir
 
 
-def run_datatrove(root: Path, run_dir: Path) -> Path:
+def run_datatrove(root: Path, run_dir: Path, bench: ModuleType) -> Path:
     venv = root / "dtvenv"
     py = venv / "bin" / "python"
     if not py.exists():
@@ -121,9 +122,9 @@ def run_datatrove(root: Path, run_dir: Path) -> Path:
     before_input = root / "runs" / "before" / "input.jsonl.gz"
     if not before_input.exists():
         # the same documents the before run reads: scratchlm's readers at the before commit
-        env = scratchlm_env("before", root)
+        env = scratchlm_env("before", root, bench.BEFORE_COMMIT)
         cfg_path = run_dir / "scratchlm.toml"
-        cfg_path.write_text(corpus.config_toml(root, "before"))
+        cfg_path.write_text(bench.config_toml(root, "before"))
         before_input = run_dir / "input.jsonl.gz"
         subprocess.run([str(VENV_PY), str(HERE / "read_worker.py"), str(cfg_path), str(before_input)], env=env,
                        check=True)
