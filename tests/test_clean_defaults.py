@@ -94,3 +94,21 @@ def test_a_code_source_under_text_filters_is_a_warning():
     warnings = filter_warnings(manifest, {"scripts": ()})
     assert len(warnings) == 1 and "domain code with the technical filters" in warnings[0]
     assert "dropped 3 of them" in warnings[0]
+
+
+def test_a_complete_japanese_page_is_not_too_short():
+    from scratchlm.data.clean.structure import short_of
+
+    page = "名前\n    bcd - パンチカードの形式に変換する\n書式\n    bcd [文字列]\n" + "説明文です。" * 24
+    assert len(page) < 200 and not short_of(page, 200)
+    assert short_of("A short English stub of a page.", 200)
+
+
+def test_a_portuguese_unit_read_as_spanish_stays_in_a_portuguese_source():
+    from scratchlm.data.clean.langid import UnitLanguage, close_relative
+
+    unit = UnitLanguage((0,), "es", 0.81, 140, also=("gl", "pt"))
+    assert close_relative(unit, ("pt",))
+    assert not close_relative(unit, ("de",))  # Spanish in a German source is foreign
+    english = UnitLanguage((0,), "en", 0.99, 300, also=("pt", "es"))
+    assert not close_relative(english, ("pt",))  # untranslated English is cut whatever comes second

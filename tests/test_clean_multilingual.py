@@ -174,6 +174,7 @@ def test_skeleton_reason():
     assert "headings" in skeleton_reason(headings, 10 * len(headings), 100)
     assert skeleton_reason(headings, len(headings), 100) is None  # nothing was cut: a table of contents page
     assert "left after" in skeleton_reason("short", 5000, 100)
+    assert skeleton_reason("x" * 90, 104, 100) is None  # a short page that lost its footer is still the page
 
 
 def test_skip_rules_switch_a_rule_off_for_one_source(tmp_path):
@@ -202,7 +203,7 @@ def test_a_language_without_a_list_has_the_rule_off_and_the_report_says_so(tmp_p
     unknown, off = settings.for_language("zz")
     assert unknown.min_stop_words is None and "stop_words" in off
     ja, off = settings.for_language("ja")
-    assert ja.min_words is None and ja.c4_terminal_punctuation is not None and "。" in ja.c4_terminal_punctuation
+    assert ja.min_words is None and ja.max_ellipsis_per_word is None and ja.c4_terminal_punctuation is not None and "。" in ja.c4_terminal_punctuation
 
 
 def test_repetition_rules_tell_a_reference_page_from_a_pasted_one():

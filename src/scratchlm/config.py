@@ -56,7 +56,7 @@ PREPARE_STEPS = ("boilerplate", "repeated_lines", "language", "quality", "promo"
 class DataConfig:
     sources: list[SourceConfig] = field(default_factory=list)
     normalization: str = "NFC"  # Unicode normalization form applied to every document
-    min_chars: int = 200  # documents shorter than this carry too little context to learn from
+    min_chars: int = 200  # documents shorter than this carry too little context to learn from (a CJK character counts two)
     max_chars: int = 1_000_000  # longer documents are usually dumps or logs, not prose
     val_fraction: float = 0.02  # share of each domain held out for validation, drawn before anything else
     val_max_docs: int = 500  # cap per domain, so validation stays cheap on large corpora

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from .clean.boilerplate import RepeatedLineFinder, remove_lines, strip_boilerplate_lines
-from .clean.langid import UNDETERMINED, detect_language, unit_languages
-from .clean.structure import parse, skeleton_reason, without
+from .clean.langid import UNDETERMINED, close_relative, detect_language, unit_languages
+from .clean.structure import parse, short_of, skeleton_reason, without
 from .clean.promo import promo_score
 from .clean.quality import c4_filter_lines, quality_verdict
 from .quality_config import QualitySettings
@@ -33,11 +33,14 @@ class ReadSettings:
 
 
 def _too_short(doc: dict, ctx: StepContext, min_chars: int) -> bool:
-    if len(doc["text"]) >= min_chars:
+    if not short_of(doc["text"], min_chars):
         return False
     read = doc.get("chars_read", 0)
     if read >= min_chars:  # it was long enough until a step cut lines out of it
-        ctx.drop(doc["id"], "skeleton", skeleton_reason(doc["text"], read, min_chars), doc["text"])
+        why = skeleton_reason(doc["text"], read, min_chars)
+        if why is None:  # the cuts took little of a page that was short already
+            return False
+        ctx.drop(doc["id"], "skeleton", why, doc["text"])
     else:
         ctx.drop(doc["id"], "too_short", f"{len(doc['text'])} < {min_chars} chars", doc["text"])
     return True
@@ -130,7 +133,8 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
         chars[u.lang] = chars.get(u.lang, 0) + u.chars
     if keep_langs and not ctx.skips("language"):
         wanted = sum(n for k, n in chars.items() if k in keep_langs)
-        foreign = [u for u in judged if u.lang not in keep_langs and u.prob >= s.min_score]
+        foreign = [u for u in judged if u.lang not in keep_langs and u.prob >= s.min_score
+                   and not close_relative(u, keep_langs)]
         foreign_chars = sum(u.chars for u in foreign)
         foreign = [u for u in foreign if not u.pooled]
         # A document without judged prose in a wanted language (short, all code, or only unsure units) is judged

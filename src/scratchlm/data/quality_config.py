@@ -114,7 +114,7 @@ _LANGUAGE_FIELDS = {
 }
 # Rules counted in whitespace-separated words: meaningless in a script written without spaces.
 _WORD_FIELDS = ("min_words", "max_words", "min_mean_word_len", "max_mean_word_len", "min_stop_words",
-                "fw_max_newlines_per_word")
+                "fw_max_newlines_per_word", "max_hash_per_word", "max_ellipsis_per_word")
 
 
 @dataclass(frozen=True)

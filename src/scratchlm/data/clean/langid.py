@@ -57,12 +57,29 @@ def _prose_lines(text: str) -> str:
 
 def detect_language(text: str) -> tuple[str, float]:
     """(ISO 639 code such as "en", "de", "ja", probability). ("und", 0.0) for text without words."""
+    return ranked_languages(text, 1)[0]
+
+
+def ranked_languages(text: str, k: int = 3) -> list[tuple[str, float]]:
+    """The k likeliest (language, probability), best first; [("und", 0.0)] for text without words."""
     # fastText predicts one line at a time and rejects "\n"; it also tokenizes on whitespace anyway.
     line = _prose_lines(text) or " ".join(_NOT_LANGUAGE.sub(" ", text).split()) or " ".join(text.split())
     if not line:
-        return UNDETERMINED, 0.0
-    labels, probs = _model().predict(line, k=1)
-    return labels[0].removeprefix("__label__"), min(float(probs[0]), 1.0)
+        return [(UNDETERMINED, 0.0)]
+    labels, probs = _model().predict(line, k=k)
+    return [(label.removeprefix("__label__"), min(float(prob), 1.0)) for label, prob in zip(labels, probs)]
+
+
+# Languages lid.176 mixes up on a short unit: a 140-character Portuguese paragraph of chown(1) reads as Spanish
+# (p = 0.81, Portuguese third). Such a unit is not foreign to a source that keeps one of its close relatives
+# when that relative is among its likeliest labels.
+CLOSE_LANGUAGES = ({"pt", "es", "gl", "ca"}, {"cs", "sk"}, {"da", "no", "nb", "nn"}, {"hr", "sr", "bs", "sh"},
+                   {"id", "ms"})
+
+
+def close_relative(unit: "UnitLanguage", keep: tuple[str, ...]) -> bool:
+    """Whether a unit labeled in another language may be in a kept one that lid.176 confuses with it."""
+    return any(k in unit.also and any(unit.lang in g and k in g for g in CLOSE_LANGUAGES) for k in keep)
 
 
 def paragraph_languages(text: str) -> list[tuple[str, float, int]]:
@@ -85,6 +102,7 @@ class UnitLanguage:
     # The short units of the document judged together: they count towards its language shares, but the label
     # of a pool says nothing about any one of its members, so a pool is never cut.
     pooled: bool = False
+    also: tuple[str, ...] = ()  # the next likeliest labels (close_relative)
 
 
 def unit_languages(text: str, min_chars: int = 100, lines=None) -> list[UnitLanguage]:
@@ -112,9 +130,9 @@ def unit_languages(text: str, min_chars: int = 100, lines=None) -> list[UnitLang
             continue
         if len(prose) < min_chars:
             continue
-        lang, prob = detect_language(chunk)
+        (lang, prob), *rest = ranked_languages(chunk)
         if lang != UNDETERMINED:
-            out.append(UnitLanguage(tuple(indices), lang, prob, len(chunk)))
+            out.append(UnitLanguage(tuple(indices), lang, prob, len(chunk), also=tuple(k for k, _ in rest)))
     # A translated man page's short units (NAME line, option descriptions, one-line sections) are often the
     # translated part, while the untranslated paragraphs are long: leaving the short ones out would make a
     # half-translated page look foreign.

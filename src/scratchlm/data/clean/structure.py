@@ -14,6 +14,7 @@ parse() is a handful of regular expressions per line; it needs no model and no c
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 BLANK, HEADING, OPTION, TABLE, CODE, LIST, PROSE = "blank", "heading", "option", "table", "code", "list", "prose"
@@ -315,14 +316,22 @@ def piece_contexts(original: str, pieces: list[str], around: int = 2) -> list[st
     return out
 
 
+def short_of(text: str, min_chars: int) -> bool:
+    """Under min_chars, counting a wide character (CJK) as two: each says about as much as a short word, and a
+    complete Japanese page of 191 characters is no fragment."""
+    return len(text) < min_chars and len(text) + sum(unicodedata.east_asian_width(c) in "WF" for c in text) < min_chars
+
+
 SKELETON_HEADING_SHARE = 0.5  # a cut page that is at least this much headings is a table of contents
 STUB_CHARS = 600  # a page this short that ends by introducing something ("The modules are:") lost it
 SKELETON_KEPT_SHARE = 0.2  # ... when cuts took at least 80% of it (a short page losing its boilerplate is a page)
+SKELETON_MIN_CUT = 0.2  # cuts took at least this share of a page now under min_chars (git-merge-one-file(1): 12%)
 
 
 def skeleton_reason(text: str, chars_read: int, min_chars: int) -> str | None:
     """Why line and paragraph removals left this document as a skeleton not worth training on, or None."""
-    if len(text) < min_chars <= chars_read:
+    # A short page that lost its footer is still the page: the length rule is for what cuts reduced.
+    if short_of(text, min_chars) and min_chars <= chars_read and len(text) <= (1 - SKELETON_MIN_CUT) * chars_read:
         return f"{len(text):,} of {chars_read:,} characters left after line and paragraph removal (< {min_chars})"
     if len(text) < SKELETON_KEPT_SHARE * chars_read and (share := heading_share(text)) >= SKELETON_HEADING_SHARE:
         return (f"{len(text):,} of {chars_read:,} characters left after removals, {share:.0%} of them headings "
