@@ -203,7 +203,8 @@ def test_a_language_without_a_list_has_the_rule_off_and_the_report_says_so(tmp_p
     unknown, off = settings.for_language("zz")
     assert unknown.min_stop_words is None and "stop_words" in off
     ja, off = settings.for_language("ja")
-    assert ja.min_words is None and ja.max_ellipsis_per_word is None and ja.c4_terminal_punctuation is not None and "。" in ja.c4_terminal_punctuation
+    assert ja.min_words is None and ja.max_ellipsis_per_word is None
+    assert ja.c4_terminal_punctuation is not None and "。" in ja.c4_terminal_punctuation
 
 
 def test_repetition_rules_tell_a_reference_page_from_a_pasted_one():

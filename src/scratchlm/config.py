@@ -56,7 +56,7 @@ PREPARE_STEPS = ("boilerplate", "repeated_lines", "language", "quality", "promo"
 class DataConfig:
     sources: list[SourceConfig] = field(default_factory=list)
     normalization: str = "NFC"  # Unicode normalization form applied to every document
-    min_chars: int = 200  # documents shorter than this carry too little context to learn from (a CJK character counts two)
+    min_chars: int = 200  # shorter documents carry too little context to learn from (a CJK character counts two)
     max_chars: int = 1_000_000  # longer documents are usually dumps or logs, not prose
     val_fraction: float = 0.02  # share of each domain held out for validation, drawn before anything else
     val_max_docs: int = 500  # cap per domain, so validation stays cheap on large corpora
@@ -360,9 +360,10 @@ def validate(cfg: Config, where: str) -> None:
            "`data.val_max_share` must be in [0, 0.5) and `data.val_min_chars` >= 0")
     from .data.quality_config import PROFILES, check_overrides
 
-    *first, last = [*PROFILES, "auto"]
+    allowed = [*PROFILES, "auto"]
+    *first, last = allowed
     for s in d.sources:
-        _check(s.profile is None or s.profile in (*PROFILES, "auto"), where,
+        _check(s.profile is None or s.profile in allowed, where,
                f"source `{s.name}`: profile must be {', '.join(first)} or {last}, got `{s.profile}`")
     from .data.clean.language_rules import rules_for
     from .data.rules import is_rule, rule_names

@@ -5,9 +5,9 @@ The `prose` rules are Gopher's, C4's and FineWeb's, tuned on English web crawl: 
 kept 0 to 32% of the text on the holdout corpus of docs/benchmarks.md, while `technical` kept 54 to 100%. A
 user who writes `domain = "manpages"` and no profile should not have to know that. So the prepare stage reads
 a spread sample of each such source after dedup and looks at each document's shape: the share of its
-characters in headings, option lines, tables and code (clean/structure.py), the share of its words that
-are paths, options, identifiers or markup, and whether it holds a code block. A source where enough documents look like documentation gets
-`technical`; web pages, articles and other prose keep the web-crawl rules.
+characters in headings, option lines, tables and code (clean/structure.py), the share of its words that are
+paths, options, identifiers or markup, and whether it holds a code block. A source where enough documents look
+like documentation gets `technical`; web pages, articles and other prose keep the web-crawl rules.
 """
 from __future__ import annotations
 

@@ -319,7 +319,9 @@ def piece_contexts(original: str, pieces: list[str], around: int = 2) -> list[st
 def short_of(text: str, min_chars: int) -> bool:
     """Under min_chars, counting a wide character (CJK) as two: each says about as much as a short word, and a
     complete Japanese page of 191 characters is no fragment."""
-    return len(text) < min_chars and len(text) + sum(unicodedata.east_asian_width(c) in "WF" for c in text) < min_chars
+    if len(text) >= min_chars:
+        return False
+    return len(text) + sum(unicodedata.east_asian_width(c) in "WF" for c in text) < min_chars
 
 
 SKELETON_HEADING_SHARE = 0.5  # a cut page that is at least this much headings is a table of contents
