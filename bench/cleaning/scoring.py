@@ -67,7 +67,7 @@ def score_system(root: Path, system: str, labels_path: Path = L.LABELS) -> dict:
                       if ":removed:" in it["stratum"])
     rules: dict[str, dict] = {}
     for rule, items in removals.items():
-        level = "+".join(sorted({it["kind"] for it in items}))  # doc+line: a dedup rule that also trims passages
+        level = "+".join(sorted({it["kind"] for it in items}))  # doc+line: a rule that both drops documents and cuts lines
         rules[rule] = {"level": level, "removals": len(items), "sampled": sampled.get(rule, 0),
                        "labeled": 0, "content": 0, "junk": 0, "content_examples": []}
     fn = {"doc": [0, 0], "line": [0, 0]}  # kind -> [junk kept, junk labeled in input]

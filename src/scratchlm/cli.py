@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from .data.guard_commands import VERBS as GUARD_VERBS  # argparse only: cheap to import
+from .data.inspect_commands import VERBS as INSPECT_VERBS
 from .errors import UserError
 
 def _config_arg(p: argparse.ArgumentParser) -> None:
@@ -184,11 +186,11 @@ def dispatch(args: argparse.Namespace) -> int:
         from .data.audit_commands import run_audit_command
 
         return run_audit_command(args)
-    elif args.command == "data" and args.verb in ("decontaminate", "contamination", "trace"):
+    elif args.command == "data" and args.verb in GUARD_VERBS:
         from .data.guard_commands import run_guard_command
 
         return run_guard_command(args)
-    elif args.command == "data" and args.verb in ("rejected", "explain", "show"):
+    elif args.command == "data" and args.verb in INSPECT_VERBS:
         from .data.inspect_commands import run_inspect_command
 
         return run_inspect_command(args)
