@@ -51,7 +51,7 @@ def test_bad_input_is_one_line(built, tmp_path):
     _one_line_error(scratchlm("plan", "-c", str(built.path), "--budget-hours", "0"), "--budget-hours")
     bad = tmp_path / "bad.toml"
     bad.write_text(built.path.read_text().replace("n_layer = 2", "n_layer = 0"))
-    _one_line_error(scratchlm("plan", "-c", str(bad)), "model.n_layer")
+    _one_line_error(scratchlm("plan", "-c", str(bad)), "[model] n_layer", "must be >= 1")
 
 
 def test_budget_too_small_is_an_error_with_a_smaller_model(built):

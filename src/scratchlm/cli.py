@@ -2,13 +2,25 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
+import shlex
+import shutil
 import sys
 from pathlib import Path
 
 from .data.guard_commands import VERBS as GUARD_VERBS  # argparse only: cheap to import
 from .data.inspect_commands import VERBS as INSPECT_VERBS
 from .errors import UserError
+
+# The commands that write to the workdir: each holds its lock while it runs (workdir_lock.py) and takes --wait.
+# Not here: those that only read it (data show/explain/rejected/trace), `plan` (one plan file, written
+# atomically), and those that write beside a checkpoint or a finished stage (eval --checkpoint / human / rate,
+# report RUN_DIR, data audit), so that they can be used while a training runs.
+LOCKING = (("quickstart", None), ("run", None), ("check", None), ("train", None), ("eval", None), ("sft", None),
+           ("report", None), ("data", "prepare"), ("data", "decontaminate"), ("tokenizer", "train"),
+           ("tokenizer", "encode"))
 
 def _config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--config", required=True, help="path to scratchlm.toml")
@@ -27,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run every stage in order, skipping those already up to date")
     _config_arg(p)
     p.add_argument("--resume", action="store_true", help="continue training from its latest checkpoint")
+    p.add_argument("--resume-from", metavar="STEP_DIR", help="continue training from this checkpoint of the run")
     p.add_argument("--force", action="store_true",
                    help="continue past a plan in error or a contamination error (an eval set mostly copied in training)")
 
@@ -78,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="pretrain the model")
     _config_arg(p)
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint that verifies")
+    p.add_argument("--resume-from", metavar="STEP_DIR", help="continue from this checkpoint of the run")
     p.add_argument("--force", action="store_true")
 
     p = sub.add_parser("eval", help="evaluate the final checkpoint per domain; or a checkpoint with the full "
@@ -123,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="generate text from a checkpoint")
     p.add_argument("--checkpoint", required=True)
-    p.add_argument("--prompt", default="")
+    p.add_argument("--prompt", default=None, help="text to continue (default: none, a new document)")
     p.add_argument("--max-new-tokens", type=int, default=100)
     p.add_argument("--temperature", type=float, default=0.8)
     p.add_argument("--top-k", type=int, default=50)
@@ -131,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetition-penalty", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-cache", action="store_true", help="recompute the whole prefix each token (slow)")
+
+    verbs = {"data": data, "tokenizer": tok}
+    for command, verb in LOCKING:
+        (verbs[command].choices[verb] if verb else sub.choices[command]).add_argument(
+            "--wait", action="store_true", help="if another command is using the workdir, wait for it to finish "
+                                                "instead of failing")
     return ap
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -156,6 +176,9 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.command == "generate":
         from .model.stream import stream_to_stdout
 
+        if args.prompt is not None and not args.prompt.strip():  # e.g. `--prompt "$P"` with P unset
+            raise UserError("--prompt is empty; leave it out to generate from the start of a document")
+        args.prompt = args.prompt or ""
         stream_to_stdout(args)
     elif args.command == "eval" and (args.verb or args.checkpoint or not args.config):
         from .eval.commands import run_eval_command
@@ -203,7 +226,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
         cfg = load_config(args.config)
         if args.command == "run":
-            stages.run_all(cfg, resume=args.resume, force=args.force)
+            stages.run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from)
             return 0
         if args.command in ("plan", "check"):
             from .plan.commands import check_command, plan_command
@@ -215,20 +238,67 @@ def dispatch(args: argparse.Namespace) -> int:
         elif args.command == "tokenizer":
             (stages.stage_tokenizer if args.verb == "train" else stages.stage_shards)(cfg, art, args.force)
         elif args.command == "train":
-            stages.stage_train(cfg, art, resume=args.resume, force=args.force)
+            stages.stage_train(cfg, art, resume=args.resume, force=args.force, resume_from=args.resume_from)
         elif args.command == "eval":
             stages.stage_eval(cfg, art, args.force)
         elif args.command == "report":
             print(stages.stage_report(cfg, art, args.force)["report"])
     return 0
 
+def _workdir(args: argparse.Namespace) -> tuple[Path, str] | None:
+    """The workdir this command uses and how the user named it; None for a command that uses none."""
+    if args.command == "quickstart":
+        return Path(args.workdir), "quickstart --workdir"
+    if not getattr(args, "config", None) or (args.command == "eval" and (args.checkpoint or args.verb)):
+        return None  # `eval --checkpoint`, `eval human`, `eval rate` write beside the checkpoint or the sheet
+    from .config import load_config
+
+    return load_config(args.config).workdir, f"{args.config}: [run] workdir"
+
+def _workdir_lock(args: argparse.Namespace, argv: list[str] | None) -> contextlib.AbstractContextManager:
+    """The workdir's lock for a command that writes there; one that only reads it is only checked to be able to
+    write there (planning the stages caches file digests in it), so that an unusable workdir fails at once."""
+    target = _workdir(args)
+    if target is None:
+        return contextlib.nullcontext()
+    from .workdir_lock import check_writable, workdir_lock
+
+    if (args.command, getattr(args, "verb", None)) not in LOCKING:
+        check_writable(*target)
+        return contextlib.nullcontext()
+    command = shlex.join(["scratchlm", *(sys.argv[1:] if argv is None else argv)])
+    return workdir_lock(*target, command, wait=args.wait)
+
+def _environment_error(e: OSError) -> str | None:
+    """One line for an OSError the machine caused (disk full, permissions), as the backstop for those the stages
+    do not turn into a UserError themselves; None for the others, which stay tracebacks: they are bugs."""
+    if e.errno == errno.ENOSPC:
+        if e.filename is None:
+            return "disk full (no space left on device)"
+        return f"disk full while writing {e.filename} ({_free_space(Path(e.filename))} free on that filesystem)"
+    denied = ("EACCES", "EPERM", "EROFS", "ENOTDIR", "EDQUOT")  # by name: Windows has no EDQUOT
+    if errno.errorcode.get(e.errno) in denied and e.filename is not None:
+        return f"{e.filename}: {e.strerror}"
+    return None
+
+def _free_space(path: Path) -> str:
+    nearest = next((p for p in (path, *path.parents) if os.path.isdir(p)), Path.cwd())  # the file may not exist yet
+    free = shutil.disk_usage(nearest).free
+    return f"{free / 2 ** 30:.1f} GiB" if free >= 2 ** 30 else f"{free / 2 ** 20:.1f} MiB"
+
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return dispatch(args)
+        with _workdir_lock(args, argv):
+            return dispatch(args)
+    except OSError as e:
+        if (line := _environment_error(e)) is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return getattr(e, "exit_code", 2)  # a run stopped by a signal exits as the shell expects of it
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import operator
+import re
 import tomllib
 import types
 import typing
@@ -19,14 +22,56 @@ from .errors import UserError
 
 FORMATS = ("text", "jsonl", "parquet", "html")
 
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric key allows. Declared once, beside the key (see bounded()); validate() checks every
+    declared range and words the message from it, so the check and its message cannot drift apart."""
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def __contains__(self, v: float) -> bool:
+        finite = not isinstance(v, float) or math.isfinite(v)  # TOML allows nan and inf; no key wants them
+        return finite and all(bound is None or test(v, bound) for bound, test in (
+            (self.ge, operator.ge), (self.gt, operator.gt), (self.le, operator.le), (self.lt, operator.lt)))
+
+    def __str__(self) -> str:
+        low, high = (self.ge if self.ge is not None else self.gt), (self.le if self.le is not None else self.lt)
+        if high is None:
+            return f"{'>=' if self.ge is not None else '>'} {low:g}"
+        if low is None:
+            return f"{'<=' if self.le is not None else '<'} {high:g}"
+        return f"in {'[' if self.ge is not None else '('}{low:g}, {high:g}{']' if self.le is not None else ')'}"
+
+
+def bounded(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING, **limits) -> Any:
+    """A config key with its allowed values beside it: `bounded(0.1, ge=0)`, `bounded(0.5, gt=0, le=1)`.
+    On a table of numbers (dict) the range holds for each value."""
+    return field(default=default, default_factory=default_factory, metadata={"range": Range(**limits)})
+
+
+# Source names and domains become file names (train/<source>.jsonl.zst, val/<domain>.jsonl) and parts of
+# document IDs (<source>/<file>:<line>), so a `/`, a space or a leading dot would break a path or an ID.
+FILE_NAME = re.compile(r"\w[\w.+-]*")
+FILE_NAME_RULE = ("a file-name-safe name (letters, digits and `_.+-`, not starting with `.` or `-`; without `/` or "
+                  "spaces)")
+
+
+def file_name() -> Any:
+    """A required key whose value becomes part of file names and IDs; validate() holds it to FILE_NAME."""
+    return field(metadata={"file_name": True})
+
+
 @dataclass
 class SourceConfig:
-    name: str
-    domain: str
+    name: str = file_name()
+    domain: str = file_name()
     path: str  # file, folder or glob, relative to the config file
     format: str | None = None  # text | jsonl | parquet | html; inferred from the extension when absent
     text_field: str = "text"
-    weight: float = 1.0  # share of training tokens (normalized over sources)
+    weight: float = bounded(1.0, gt=0)  # share of training tokens (normalized over sources)
     languages: list[str] | None = None  # overrides data.languages for this source
     profile: str | None = None  # prose | technical | code | auto: filter set; default code for domain "code", auto otherwise
     skip_rules: list[str] = field(default_factory=list)  # ledger rules switched off for this source, e.g. ["repeated_line"]
@@ -56,66 +101,66 @@ PREPARE_STEPS = ("boilerplate", "repeated_lines", "language", "quality", "promo"
 class DataConfig:
     sources: list[SourceConfig] = field(default_factory=list)
     normalization: str = "NFC"  # Unicode normalization form applied to every document
-    min_chars: int = 200  # shorter documents carry too little context to learn from (a CJK character counts two)
-    max_chars: int = 1_000_000  # longer documents are usually dumps or logs, not prose
-    val_fraction: float = 0.02  # share of each domain held out for validation, drawn before anything else
-    val_max_docs: int = 500  # cap per domain, so validation stays cheap on large corpora
-    val_min_docs: int = 2  # a domain with fewer clean documents gets no validation split (reported)
-    val_min_chars: int = 20_000  # more documents are held out until a domain's validation text has this many ...
-    val_max_share: float = 0.1  # ... but never past this share of the domain's characters (per-domain losses on a few hundred tokens are noise)
-    shard_docs: int = 50_000  # documents per output shard
-    seed: int = 1234  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
-    workers: int = 0  # processes for the per-shard steps; 0 uses every core
-    unit_mb: int = 64  # inputs are cut into work units of about this size (big plain JSONL files by line ranges)
+    min_chars: int = bounded(200, ge=0)  # shorter documents carry too little context to learn from (a CJK character counts two)
+    max_chars: int = bounded(1_000_000, ge=1)  # longer documents are usually dumps or logs, not prose
+    val_fraction: float = bounded(0.02, ge=0, lt=0.5)  # share of each domain held out for validation, drawn before anything else
+    val_max_docs: int = bounded(500, ge=1)  # cap per domain, so validation stays cheap on large corpora
+    val_min_docs: int = bounded(2, ge=1)  # a domain with fewer clean documents gets no validation split (reported)
+    val_min_chars: int = bounded(20_000, ge=0)  # more documents are held out until a domain's validation text has this many ...
+    val_max_share: float = bounded(0.1, ge=0, lt=0.5)  # ... but never past this share of the domain's characters (per-domain losses on a few hundred tokens are noise)
+    shard_docs: int = bounded(50_000, ge=1)  # documents per output shard
+    seed: int = bounded(1234, ge=0)  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
+    workers: int = bounded(0, ge=0)  # processes for the per-shard steps; 0 uses every core
+    unit_mb: int = bounded(64, ge=1)  # inputs are cut into work units of about this size (big plain JSONL files by line ranges)
     skip: list[str] = field(default_factory=list)  # steps to switch off, e.g. ["promo", "fuzzy_dedup"]
     languages: list[str] = field(default_factory=lambda: ["en"])  # languages to keep; [] keeps all; code skips
-    language_min_score: float = 0.65  # fastText probability floor (FineWeb's English threshold, Penedo et al. 2024)
-    repeated_line_min_docs: int = 5  # a line in at least this many documents of a source ...
-    repeated_line_min_share: float = 0.01  # ... and in this share of them is template, removed (not on code)
-    promo_threshold: float = 0.5  # promotional/spam score (0-1) at or above which a document is dropped
-    fuzzy_threshold: float = 0.8  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
-    containment_threshold: float = 0.8  # share of a document's word 5-grams inside a longer one that makes it a copy
-    min_paragraph_words: int = 10  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
-    paragraph_min_docs: int = 25  # a paragraph is cut as a duplicate when this many documents hold it (2: every copy)
-    token_sample_chars: int = 2_000_000  # sample for the tokens/char estimate before the tokenizer exists
+    language_min_score: float = bounded(0.65, gt=0, le=1)  # fastText probability floor (FineWeb's English threshold, Penedo et al. 2024)
+    repeated_line_min_docs: int = bounded(5, ge=2)  # a line in at least this many documents of a source ...
+    repeated_line_min_share: float = bounded(0.01, gt=0, le=1)  # ... and in this share of them is template, removed (not on code)
+    promo_threshold: float = bounded(0.5, gt=0, le=1)  # promotional/spam score (0-1) at or above which a document is dropped
+    fuzzy_threshold: float = bounded(0.8, gt=0, le=1)  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
+    containment_threshold: float = bounded(0.8, gt=0, le=1)  # share of a document's word 5-grams inside a longer one that makes it a copy
+    min_paragraph_words: int = bounded(10, ge=1)  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
+    paragraph_min_docs: int = bounded(25, ge=2)  # a paragraph is cut as a duplicate when this many documents hold it (2: every copy)
+    token_sample_chars: int = bounded(2_000_000, ge=1)  # sample for the tokens/char estimate before the tokenizer exists
     quality: QualityOverrides = field(default_factory=QualityOverrides)
     # per-language overrides of stop words and thresholds for every source: [data.language_rules.de] stop_words = [...]
     language_rules: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 @dataclass
 class TokenizerConfig:
-    vocab_size: int = 32768
-    sample_chars: int = 200_000_000  # character budget of the training sample
-    max_doc_chars: int = 100_000  # cap per document in the sample, so one huge file cannot dominate
-    min_frequency: int = 2
-    domain_quotas: dict[str, float] = field(default_factory=dict)  # sample share per domain; empty: the source weights
-    language_quotas: dict[str, float] = field(default_factory=dict)  # share of the prose sample per language code
+    vocab_size: int = bounded(32768, ge=272)  # at least the 256 byte tokens and room for the special tokens
+    sample_chars: int = bounded(200_000_000, ge=1)  # character budget of the training sample
+    max_doc_chars: int = bounded(100_000, ge=1)  # cap per document in the sample, so one huge file cannot dominate
+    min_frequency: int = bounded(2, ge=1)
+    domain_quotas: dict[str, float] = bounded(default_factory=dict, ge=0)  # sample share per domain; empty: the source weights
+    language_quotas: dict[str, float] = bounded(default_factory=dict, ge=0)  # share of the prose sample per language code
     code_domains: list[str] = field(default_factory=lambda: ["code"])  # domains of source code: no language, no tokens/word
-    min_language_share: float = 0.02  # languages with less of the held-out prose are not checked as languages of use
+    min_language_share: float = bounded(0.02, ge=0, le=1)  # languages with less of the held-out prose are not checked as languages of use
 
 
 @dataclass
 class ShardsConfig:
-    shard_tokens: int = 268_435_456  # tokens per .bin file; a larger source is split into several
-    workers: int = 0  # tokenizer processes; 0 uses every core
+    shard_tokens: int = bounded(268_435_456, ge=1)  # tokens per .bin file; a larger source is split into several
+    workers: int = bounded(0, ge=0)  # tokenizer processes; 0 uses every core
 
 @dataclass
 class ModelConfig:
     preset: str | None = None  # tiny | 50m | 125m | 350m | 1b; fills every model key the file leaves unset
-    n_layer: int = 12
-    d_model: int = 768
-    n_head: int = 12
-    n_kv_head: int | None = None  # grouped-query attention; None means n_head (plain multi-head)
-    head_dim: int | None = None  # width of one attention head; None means d_model / n_head
-    seq_len: int = 1024
+    n_layer: int = bounded(12, ge=1)
+    d_model: int = bounded(768, ge=1)
+    n_head: int = bounded(12, ge=1)
+    n_kv_head: int | None = bounded(None, ge=1)  # grouped-query attention; None means n_head (plain multi-head)
+    head_dim: int | None = bounded(None, ge=2)  # width of one attention head; None means d_model / n_head
+    seq_len: int = bounded(1024, ge=1)
     mlp: str = "swiglu"  # swiglu | gelu | relu2
-    mlp_ratio: float = 4.0  # hidden width / d_model (swiglu uses 2/3 of it so the parameter count matches)
+    mlp_ratio: float = bounded(4.0, gt=0)  # hidden width / d_model (swiglu uses 2/3 of it so the parameter count matches)
     qk_norm: bool = True
-    rope_theta: float = 10000.0
+    rope_theta: float = bounded(10000.0, gt=0)
     tie_embeddings: bool = True
-    logit_softcap: float = 0.0  # 0 disables; e.g. 15.0 caps logits smoothly (gemma/nanochat)
-    dropout: float = 0.0
-    init_std: float = 0.02
+    logit_softcap: float = bounded(0.0, ge=0)  # 0 disables; e.g. 15.0 caps logits smoothly (gemma/nanochat)
+    dropout: float = bounded(0.0, ge=0, lt=1)
+    init_std: float = bounded(0.02, gt=0)
 
     @property
     def attn_head_dim(self) -> int:
@@ -124,34 +169,34 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
-    max_steps: int = 5000
-    batch_size: int = 16  # sequences per micro-batch
-    grad_accum: int = 1  # micro-batches per optimizer step
-    batch_tokens: int = 0  # global batch in tokens; when set, grad_accum = batch_tokens / (batch_size*seq_len*ranks)
+    max_steps: int = bounded(5000, ge=1)
+    batch_size: int = bounded(16, ge=1)  # sequences per micro-batch
+    grad_accum: int = bounded(1, ge=1)  # micro-batches per optimizer step
+    batch_tokens: int = bounded(0, ge=0)  # global batch in tokens; when set, grad_accum = batch_tokens / (batch_size*seq_len*ranks)
     optimizer: str = "adamw"  # adamw | muon | muonh
-    learning_rate: float = 3e-3
-    muon_lr: float | None = None  # learning rate of the Muon-updated matrices; None uses the optimizer's default
-    muon_momentum: float = 0.95
-    min_lr_ratio: float = 0.1  # final learning rate as a share of the peak
-    warmup_steps: int = 100
+    learning_rate: float = bounded(3e-3, gt=0)
+    muon_lr: float | None = bounded(None, gt=0)  # learning rate of the Muon-updated matrices; None uses the optimizer's default
+    muon_momentum: float = bounded(0.95, ge=0, lt=1)
+    min_lr_ratio: float = bounded(0.1, ge=0, le=1)  # final learning rate as a share of the peak
+    warmup_steps: int = bounded(100, ge=0)
     schedule: str = "cosine"  # cosine | wsd | constant
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    grad_clip: float = 1.0  # 0 disables clipping (not recommended)
+    weight_decay: float = bounded(0.1, ge=0)
+    beta1: float = bounded(0.9, ge=0, lt=1)
+    beta2: float = bounded(0.95, ge=0, lt=1)
+    grad_clip: float = bounded(1.0, ge=0)  # 0 disables clipping (not recommended)
     precision: str = "auto"  # auto | bf16 | fp16 | fp32; auto picks bf16 where the device supports it
     device: str = "auto"  # auto | cpu | cuda | mps
     compile: bool = False  # torch.compile the model (worth it on GPU; minutes of warm-up)
     activation_checkpointing: bool = False  # recompute each block in backward: less memory, ~30% more compute
     fsdp: bool = False  # under torchrun, shard parameters and optimizer state (FSDP2) instead of replicating (DDP)
-    prefetch: int = 2  # batches prepared ahead by a background thread; 0 reads in the training thread
-    seed: int = 1337
-    checkpoint_every: int = 500  # steps; a checkpoint is also written at the end
-    checkpoint_minutes: float = 0.0  # also checkpoint when this many minutes passed since the last one; 0 disables
-    keep_last: int = 3  # checkpoints kept on disk (plus the best by validation loss)
-    eval_every: int = 500
-    log_every: int = 10
-    threads: int = 0  # CPU threads for torch; 0 uses every core
+    prefetch: int = bounded(2, ge=0)  # batches prepared ahead by a background thread; 0 reads in the training thread
+    seed: int = bounded(1337, ge=0)
+    checkpoint_every: int = bounded(500, ge=1)  # steps; a checkpoint is also written at the end
+    checkpoint_minutes: float = bounded(0.0, ge=0)  # also checkpoint when this many minutes passed since the last one; 0 disables
+    keep_last: int = bounded(3, ge=1)  # checkpoints kept on disk (plus the best by validation loss)
+    eval_every: int = bounded(500, ge=1)
+    log_every: int = bounded(10, ge=1)
+    threads: int = bounded(0, ge=0)  # CPU threads for torch; 0 uses every core
 
 @dataclass
 class TaskConfig:
@@ -162,7 +207,7 @@ class TaskConfig:
 
 @dataclass
 class EvalSetConfig:
-    name: str
+    name: str = file_name()
     path: str  # JSONL (.jsonl, .jsonl.gz, .jsonl.zst: an item per line) or text (an item per paragraph)
     fields: list[str] = field(default_factory=list)  # JSONL fields holding the text; empty: text, else prompt/question/...
     domain: str = ""  # the domain it measures; the mix report warns when that domain gets almost no training tokens
@@ -177,66 +222,66 @@ HUMAN_CRITERIA = [
 
 @dataclass
 class EvalConfig:
-    max_batches: int = 20  # validation batches per domain
+    max_batches: int = bounded(20, ge=1)  # validation batches per domain
     prompts: list[str] = field(default_factory=list)  # empty: one prompt per domain, taken from validation docs
-    max_new_tokens: int = 64
-    temperature: float = 0.8
-    top_k: int = 50
+    max_new_tokens: int = bounded(64, ge=1)
+    temperature: float = bounded(0.8, ge=0)  # 0: greedy
+    top_k: int = bounded(50, ge=0)  # 0: sample from the whole vocabulary
     # `scratchlm eval --checkpoint`, `eval human` (not part of the pipeline's eval stage ID):
-    diversity_samples: int = 4  # generations per prompt for distinct-n and the repeated n-gram rate
+    diversity_samples: int = bounded(4, ge=1)  # generations per prompt for distinct-n and the repeated n-gram rate
     humaneval: str = "auto"  # auto (when a source has domain "code") | on | off
-    humaneval_problems: int = 0  # 0 runs all 164 problems; fewer for a quick look
-    humaneval_samples: int = 10  # completions per problem (pass@1 and pass@10 are estimated from them)
-    humaneval_max_new_tokens: int = 256
-    humaneval_temperature: float = 0.8
-    sandbox_timeout_s: float = 5.0  # wall-clock limit per candidate program
-    sandbox_memory_mb: int = 512  # address-space limit per candidate program
+    humaneval_problems: int = bounded(0, ge=0)  # 0 runs all 164 problems; fewer for a quick look
+    humaneval_samples: int = bounded(10, ge=1)  # completions per problem (pass@1 and pass@10 are estimated from them)
+    humaneval_max_new_tokens: int = bounded(256, ge=1)
+    humaneval_temperature: float = bounded(0.8, ge=0)
+    sandbox_timeout_s: float = bounded(5.0, gt=0)  # wall-clock limit per candidate program
+    sandbox_memory_mb: int = bounded(512, ge=1)  # address-space limit per candidate program
     tasks: list[TaskConfig] = field(default_factory=list)  # [[eval.tasks]] name/path/kind: your own JSONL tasks
     human_criteria: list[str] = field(default_factory=lambda: list(HUMAN_CRITERIA))  # "name: what it means"
-    human_scale: int = 5  # every criterion is scored 1..human_scale
+    human_scale: int = bounded(5, ge=2)  # every criterion is scored 1..human_scale
     sets: list[EvalSetConfig] = field(default_factory=list)  # [[eval.sets]]: held-out sets the training data is guarded against
 
 
 @dataclass
 class DecontaminateConfig:
-    ngram: int = 13  # words per fingerprint (13 as in GPT-3); an eval item shares one with a copy of itself
-    min_words: int = 8  # items shorter than ngram are matched whole if at least this long, else not checked
+    ngram: int = bounded(13, ge=1)  # words per fingerprint (13 as in GPT-3); an eval item shares one with a copy of itself
+    min_words: int = bounded(8, ge=1)  # items shorter than ngram are matched whole if at least this long, else not checked
     mode: str = "document"  # document: drop a contaminated training document | span: cut the match +- span_window
-    span_window: int = 200  # characters cut on each side of a match in span mode
-    min_piece_chars: int = 200  # span mode: a piece left shorter than this is dropped too
+    span_window: int = bounded(200, ge=0)  # characters cut on each side of a match in span mode
+    min_piece_chars: int = bounded(200, ge=0)  # span mode: a piece left shorter than this is dropped too
     guard_validation: bool = True  # the validation split is guarded too: its near copies leave training
-    validation_min_coverage: float = 0.5  # share of a validation doc's n-grams a training doc must hold to be a copy
-    error_train_share: float = 0.2  # an eval set whose copies are more than this share of the training text is an error
-    workers: int = 0  # scan processes; 0 uses every core
+    validation_min_coverage: float = bounded(0.5, gt=0, le=1)  # share of a validation doc's n-grams a training doc must hold to be a copy
+    error_train_share: float = bounded(0.2, gt=0, le=1)  # an eval set whose copies are more than this share of the training text is an error
+    workers: int = bounded(0, ge=0)  # scan processes; 0 uses every core
 
 @dataclass
 class SFTConfig:
-    learning_rate: float = 0.0  # 0: train.learning_rate x lr_scale (fine-tuning wants a much lower rate)
-    lr_scale: float = 0.1
-    max_steps: int = 200
-    batch_size: int = 8  # packed rows per step
-    warmup_steps: int = 10
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
+    learning_rate: float = bounded(0.0, ge=0)  # 0: train.learning_rate x lr_scale (fine-tuning wants a much lower rate)
+    lr_scale: float = bounded(0.1, gt=0)
+    max_steps: int = bounded(200, ge=1)
+    batch_size: int = bounded(8, ge=1)  # packed rows per step
+    warmup_steps: int = bounded(10, ge=0)
+    min_lr_ratio: float = bounded(0.1, ge=0, le=1)
+    weight_decay: float = bounded(0.0, ge=0)
+    grad_clip: float = bounded(1.0, ge=0)
     pack: bool = True  # several short conversations per row (never split one across rows)
-    seed: int = 4321
+    seed: int = bounded(4321, ge=0)
 
 @dataclass
 class MonitorConfig:
-    spike_window: int = 50  # log intervals of training loss that a new loss is compared with
-    spike_z: float = 6.0  # a loss this many standard deviations above the window's trend line is a spike
-    spike_min_history: int = 10  # log intervals seen before the spike detector may fire
-    weight_growth_window: int = 20  # log intervals over which a steadily growing weight norm is judged
-    weight_growth: float = 0.25  # relative growth of a layer's weight norm across that window that warns
-    weight_growth_after: float = 0.25  # share of train.max_steps (and the warmup) while norms settle: not judged
-    stall_share: float = 0.2  # share of step time spent waiting for data above which the loader is stalling
-    domain_rise: float = 0.01  # nats/token a domain's validation loss may rise while the mean falls
-    overconfidence_loss_tolerance: float = 0.0  # val loss must fall by more than this for rising logits to be ok
-    repetition_ngram: int = 4  # word n-gram size of the repetition measure on samples
-    repetition_rate: float = 0.5  # share of repeated n-grams in a sample above which it counts as repetitive
+    spike_window: int = bounded(50, ge=2)  # log intervals of training loss that a new loss is compared with
+    spike_z: float = bounded(6.0, gt=0)  # a loss this many standard deviations above the window's trend line is a spike
+    spike_min_history: int = bounded(10, ge=2)  # log intervals seen before the spike detector may fire
+    weight_growth_window: int = bounded(20, ge=2)  # log intervals over which a steadily growing weight norm is judged
+    weight_growth: float = bounded(0.25, gt=0)  # relative growth of a layer's weight norm across that window that warns
+    weight_growth_after: float = bounded(0.25, ge=0, lt=1)  # share of train.max_steps (and the warmup) while norms settle: not judged
+    stall_share: float = bounded(0.2, gt=0, lt=1)  # share of step time spent waiting for data above which the loader is stalling
+    domain_rise: float = bounded(0.01, ge=0)  # nats/token a domain's validation loss may rise while the mean falls
+    overconfidence_loss_tolerance: float = bounded(0.0, ge=0)  # val loss must fall by more than this for rising logits to be ok
+    repetition_ngram: int = bounded(4, ge=1)  # word n-gram size of the repetition measure on samples
+    repetition_rate: float = bounded(0.5, ge=0, le=1)  # share of repeated n-grams in a sample above which it counts as repetitive
     update_ratio: bool = True  # measure |update|/|weight| per layer at log steps (one copy of the weights)
-    peak_flops: float = 0.0  # device peak FLOP/s for MFU; 0 measures a matmul peak once and caches it
+    peak_flops: float = bounded(0.0, ge=0)  # device peak FLOP/s for MFU; 0 measures a matmul peak once and caches it
     tensorboard: bool = True  # also write TensorBoard events when the tensorboard package is installed
     wandb_project: str = ""  # log to Weights & Biases under this project; empty disables
     wandb_mode: str = "offline"  # offline | online; offline writes wandb/ in the run for a later `wandb sync`
@@ -346,18 +391,53 @@ def _check(cond: bool, where: str, msg: str) -> None:
     if not cond:
         raise UserError(f"{where}: {msg}")
 
+def _check_declared(obj: Any, where: str, path: str = "", label: str = "") -> None:
+    """Check every key that declares its allowed values (bounded(), file_name()), in every section and table."""
+    for f in dataclasses.fields(obj):
+        value, dotted = getattr(obj, f.name), f"{path}.{f.name}" if path else f.name
+        _check_field(f, value, where, f"{label} {f.name}")
+        if dataclasses.is_dataclass(value):
+            _check_declared(value, where, dotted, f"[{dotted}]")
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            if dataclasses.is_dataclass(item):
+                _check_declared(item, where, dotted, f"[[{dotted}]] #{i + 1}")
+
+def _check_field(f: dataclasses.Field, value: Any, where: str, key: str) -> None:
+    limits = f.metadata.get("range")
+    if limits is not None and value is not None:
+        for name, v in (value.items() if isinstance(value, dict) else [(None, value)]):
+            shown = f"{v:g}" if isinstance(v, float) else v  # 0, not the 0.0 an integer in a float key became
+            _check(v in limits, where, f"{key}{'.' + name if name else ''} must be {limits}, got {shown}")
+    if f.metadata.get("file_name"):
+        _check(FILE_NAME.fullmatch(value) is not None, where, f"{key} must be {FILE_NAME_RULE}, got {value!r}")
+
+def _check_across_keys(cfg: Config, where: str) -> None:
+    """Keys each valid alone that contradict each other."""
+    d, m, mo = cfg.data, cfg.model, cfg.monitor
+    for small, large, (a, b) in ((d.min_chars, d.max_chars, ("[data] min_chars", "[data] max_chars")),
+                                 (mo.spike_min_history, mo.spike_window,  # the window never holds enough history
+                                  ("[monitor] spike_min_history", "[monitor] spike_window"))):
+        _check(small <= large, where, f"{a} ({small}) must be <= {b} ({large})")
+    _check(m.head_dim is not None or m.d_model % m.n_head == 0, where,
+           f"[model] d_model ({m.d_model}) must be divisible by [model] n_head ({m.n_head}), or set [model] head_dim")
+    _check(m.attn_head_dim % 2 == 0, where, "the attention head width ([model] head_dim) must be even for RoPE")
+    kv = m.n_kv_head or m.n_head
+    _check(m.n_head % kv == 0, where, f"[model] n_head ({m.n_head}) must be divisible by [model] n_kv_head ({kv})")
+    _check(not (cfg.train.fsdp and cfg.train.optimizer != "adamw"), where,
+           "`train.fsdp = true` needs `train.optimizer = \"adamw\"`: Muon orthogonalizes whole matrices, FSDP shards them")
+
 def validate(cfg: Config, where: str) -> None:
-    d, m, t, k = cfg.data, cfg.model, cfg.train, cfg.tokenizer
+    d, m, t = cfg.data, cfg.model, cfg.train
     _check(bool(d.sources), where, "no [[data.sources]] given; add at least one source table")
+    _check_declared(cfg, where)
+    _check_across_keys(cfg, where)
+    for i, prompt in enumerate(cfg.eval.prompts):
+        _check(bool(prompt.strip()), where, f"[eval] prompts #{i + 1} is empty; give it text or remove it")
     names = [s.name for s in d.sources]
     _check(len(set(names)) == len(names), where, f"source names must be unique, got {names}")
     for s in d.sources:
         _check(s.format is None or s.format in FORMATS, where,
                f"source `{s.name}`: format must be one of {', '.join(FORMATS)}, got `{s.format}`")
-        _check(s.weight > 0, where, f"source `{s.name}`: weight must be > 0")
-    _check(0 <= d.val_fraction < 0.5, where, "`data.val_fraction` must be in [0, 0.5)")
-    _check(0 <= d.val_max_share < 0.5 and d.val_min_chars >= 0, where,
-           "`data.val_max_share` must be in [0, 0.5) and `data.val_min_chars` >= 0")
     from .data.quality_config import PROFILES, check_overrides
 
     allowed = [*PROFILES, "auto"]
@@ -385,58 +465,23 @@ def validate(cfg: Config, where: str) -> None:
         close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"
                + (f"; did you mean `{close[0]}`?" if close else f"; steps: {', '.join(PREPARE_STEPS)}"))
-    _check(d.workers >= 0 and d.unit_mb > 0, where, "`data.workers` must be >= 0 and `data.unit_mb` > 0")
-    for key in ("fuzzy_threshold", "containment_threshold", "promo_threshold", "language_min_score"):
-        _check(0 < getattr(d, key) <= 1, where, f"`data.{key}` must be in (0, 1], got {getattr(d, key)}")
     check_overrides(d.quality, where)
-    _check(m.head_dim is not None or m.d_model % m.n_head == 0, where,
-           f"`model.d_model` ({m.d_model}) must be divisible by `model.n_head` ({m.n_head}), or set `model.head_dim`")
-    _check(m.attn_head_dim % 2 == 0, where, "the attention head width (`model.head_dim`) must be even for RoPE")
-    kv = m.n_kv_head or m.n_head
-    _check(m.n_head % kv == 0, where, f"`model.n_head` ({m.n_head}) must be divisible by `model.n_kv_head` ({kv})")
     _check(m.mlp in ("swiglu", "gelu", "relu2"), where, f"`model.mlp` must be swiglu, gelu or relu2, got `{m.mlp}`")
-    _check(k.vocab_size >= 256 + 16, where, "`tokenizer.vocab_size` must be at least 272 (256 bytes + special tokens)")
-    for key in ("domain_quotas", "language_quotas"):
-        for name, share in getattr(k, key).items():
-            _check(share >= 0, where, f"`tokenizer.{key}.{name}` must be >= 0, got {share}")
-    _check(cfg.shards.shard_tokens > 0, where, "`shards.shard_tokens` must be > 0")
     _check(t.optimizer in ("adamw", "muon", "muonh"), where, f"`train.optimizer` must be adamw, muon or muonh")
     _check(t.schedule in ("cosine", "wsd", "constant"), where, "`train.schedule` must be cosine, wsd or constant")
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")
     _check(t.device in ("auto", "cpu", "cuda", "mps"), where, "`train.device` must be auto, cpu, cuda or mps")
-    for key in ("max_steps", "batch_size", "grad_accum", "checkpoint_every", "eval_every", "log_every", "keep_last"):
-        _check(getattr(t, key) > 0, where, f"`train.{key}` must be > 0")
-    _check(t.learning_rate > 0, where, "`train.learning_rate` must be > 0")
-    _check(t.batch_tokens >= 0 and t.checkpoint_minutes >= 0 and t.prefetch >= 0, where,
-           "`train.batch_tokens`, `train.checkpoint_minutes` and `train.prefetch` must be >= 0")
-    _check(not (t.fsdp and t.optimizer != "adamw"), where,
-           "`train.fsdp = true` needs `train.optimizer = \"adamw\"`: Muon orthogonalizes whole matrices, FSDP shards them")
     e = cfg.eval
     _check(e.humaneval in ("auto", "on", "off"), where, "`eval.humaneval` must be auto, on or off")
-    _check(e.humaneval_samples > 0 and e.human_scale >= 2, where,
-           "`eval.humaneval_samples` must be > 0 and `eval.human_scale` >= 2")
     for i, task in enumerate(e.tasks):
         _check(task.kind in ("multiple_choice", "completion"), where,
                f"[[eval.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
     _validate_eval_sets(cfg, where)
-    _check(cfg.sft.max_steps > 0 and cfg.sft.batch_size > 0, where, "`sft.max_steps` and `sft.batch_size` must be > 0")
-
-    mo = cfg.monitor
-    for key in ("spike_window", "spike_min_history", "weight_growth_window", "repetition_ngram"):
-        _check(getattr(mo, key) > 0, where, f"`monitor.{key}` must be > 0")
-    _check(0 < mo.stall_share < 1, where, "`monitor.stall_share` must be in (0, 1)")
-    _check(0 <= mo.weight_growth_after < 1, where, "`monitor.weight_growth_after` must be in [0, 1)")
-    _check(mo.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")
+    _check(cfg.monitor.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")
 
 def _validate_eval_sets(cfg: Config, where: str) -> None:
     c = cfg.decontaminate
     _check(c.mode in ("document", "span"), where, f"`decontaminate.mode` must be document or span, got `{c.mode}`")
-    _check(c.ngram >= 1 and c.min_words >= 1, where, "`decontaminate.ngram` and `decontaminate.min_words` must be >= 1")
-    _check(0 < c.validation_min_coverage <= 1 and 0 < c.error_train_share <= 1, where,
-           "`decontaminate.validation_min_coverage` and `decontaminate.error_train_share` must be in (0, 1]")
-    _check(c.workers >= 0 and c.span_window >= 0, where, "`decontaminate.workers` and `span_window` must be >= 0")
     names = [s.name for s in cfg.eval.sets]
-    for i, s in enumerate(cfg.eval.sets):
-        _check(bool(s.name) and "/" not in s.name, where,
-               f"[[eval.sets]] #{i + 1}: name must be non-empty and without `/`, got `{s.name}`")
+    for s in cfg.eval.sets:
         _check(names.count(s.name) == 1, where, f"[[eval.sets]] name `{s.name}` is used twice")

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
 import xxhash
+
+from .errors import UserError
 
 ID_LEN = 12  # hex chars; 48 bits is plenty to tell versions of one project apart
 
@@ -29,6 +32,11 @@ def file_digest(path: Path, chunk: int = 1 << 22) -> str:
     return h.hexdigest()
 
 
+def input_gone(path: Path, err: OSError) -> UserError:
+    return UserError(f"{path}: listed as an input but no longer exists or is unreadable ({err.strerror or err}); "
+                     "run again once the source files are in place")
+
+
 class DigestCache:
     """Remembers file digests by (path, size, mtime) so re-hashing a large unchanged corpus costs one stat."""
 
@@ -40,12 +48,15 @@ class DigestCache:
             self.entries = {}
 
     def digest(self, file: Path) -> str:
-        st = file.stat()
-        key = str(file.resolve())
-        hit = self.entries.get(key)
-        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
-            return hit[2]
-        d = file_digest(file)
+        try:
+            st = file.stat()
+            key = str(file.resolve())
+            hit = self.entries.get(key)
+            if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+                return hit[2]
+            d = file_digest(file)
+        except OSError as e:  # deleted or made unreadable between listing the source and hashing it
+            raise input_gone(file, e) from None
         self.entries[key] = [st.st_size, st.st_mtime_ns, d]
         return d
 
@@ -60,6 +71,17 @@ def files_id(files: Iterable[Path], cache: DigestCache, root: Path | None = None
         name = str(f.relative_to(root)) if root and f.is_relative_to(root) else str(f)
         items.append((name, cache.digest(f)))
     return content_id(sorted(items))
+
+
+_UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9_.-]|^\.")
+
+
+def file_safe(name: str) -> str:
+    """`name` as one path component: unchanged when it already is one; otherwise its odd characters replaced
+    and a hash of the original appended, so that two names never share a file ("a/b" and "a_b" stay apart)."""
+    if name and not _UNSAFE_IN_FILE_NAME.search(name):
+        return name
+    return f"{_UNSAFE_IN_FILE_NAME.sub('_', name)}-{content_id(name)[:8]}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -42,7 +42,9 @@ def stage_shards(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
                      lambda out: tokenize_corpus(cfg, train_data_dir(art), art["tokenizer"].dir, out), force)
 
 
-def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, force: bool = False) -> dict:
+def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, force: bool = False,
+                resume_from: Path | None = None) -> dict:
+    """resume_from: one checkpoint directory of this run to resume from (implies resume)."""
     from .eval.samples import default_prompts
     from .train.loop import train_model
 
@@ -56,12 +58,13 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
     ids = {s: a.id for s, a in art.items() if s in ("data", "tokenizer", "shards", "train")}
 
     def work(out: Path) -> dict:
-        return train_model(cfg, art["shards"].dir, art["tokenizer"].dir, out, ids, prompts, resume=resume)
+        return train_model(cfg, art["shards"].dir, art["tokenizer"].dir, out, ids, prompts, resume=resume,
+                           resume_from=resume_from)
 
     if int(os.environ.get("RANK", "0")) > 0:  # under torchrun rank 0 owns the artifact directory; others only train
         a = art["train"]
         return a.manifest()["result"] if a.done and not force else work(a.dir)
-    return run_stage(cfg, art, "train", work, force, keep_partial=resume)
+    return run_stage(cfg, art, "train", work, force, keep_partial=resume or resume_from is not None)
 
 
 def stage_eval(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
@@ -109,12 +112,12 @@ def stage_training_inputs(cfg: Config, art: dict[str, Artifact], allow_contamina
     stage_shards(cfg, art)
 
 
-def run_all(cfg: Config, resume: bool = False, force: bool = False) -> dict:
+def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from: Path | None = None) -> dict:
     """force: continue past a plan in error, or a contamination error (an eval set mostly copied in training)."""
     art = plan_artifacts(cfg)
     stage_training_inputs(cfg, art, allow_contaminated=force)
     stage_plan(cfg, art, force)
-    stage_train(cfg, art, resume=resume)
+    stage_train(cfg, art, resume=resume, resume_from=resume_from)
     stage_eval(cfg, art)
     result = stage_report(cfg, art)
     log(f"report: {result['report']} (validation loss {result['val_loss']:.3f} vs unigram baseline "

@@ -19,7 +19,7 @@ from ..ids import content_id, read_json, write_json
 from ..progress import bar, log
 from .clean.structure import similarity_text
 from .jsonl import ShardWriter
-from .step_runner import StepRunner
+from .step_runner import StepRunner, temp_beside
 
 BATCH = 1024
 EXAMPLES = 5
@@ -49,13 +49,11 @@ def _cached(out: Path, decide) -> tuple[dict, dict]:
     if (out / "report.json").exists():
         saved = read_json(out / "report.json")
         return saved["report"], saved["survivors"]
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    report, survivors = decide(tmp)
-    write_json(tmp / "report.json", {"report": report, "survivors": survivors})
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    with temp_beside(out) as tmp:
+        report, survivors = decide(tmp)
+        write_json(tmp / "report.json", {"report": report, "survivors": survivors})
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
     return report, survivors
 
 
@@ -81,7 +79,13 @@ def document_duplicates(run: StepRunner, d: DataConfig, cache: Path) -> tuple[di
                 "code_sources": sorted(_code_sources(d)), "version": 4}
     out = cache / "dedup" / content_id("document_dedup", [run.keys[u.name] for u in run.units], settings)
     report, _ = _cached(out, lambda tmp: (_decide_documents(run, d, skip, tmp), {}))
-    return {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}, report
+    return _decision_files(out, run), report
+
+
+def _decision_files(out: Path, run: StepRunner) -> dict[str, str]:
+    """Unit name -> its decisions file, relative to the cache: the path is part of the apply step's key, which
+    must not change when the workdir moves."""
+    return {u.name: f"{out.parent.name}/{out.name}/{u.name}.jsonl.zst" for u in run.units}
 
 
 def _code_sources(d: DataConfig) -> set[str]:
@@ -173,7 +177,7 @@ def paragraph_duplicates(run: StepRunner, d: DataConfig, cache: Path,
                 "paragraph_units": sorted(paragraph_units), "version": 3}
     out = cache / "dedup" / content_id("paragraph_dedup", [run.keys[u.name] for u in run.units], settings)
     report, survivors = _cached(out, lambda tmp: _decide_paragraphs(run, d, skip, paragraph_units, tmp))
-    return {u.name: str(out / f"{u.name}.jsonl.zst") for u in run.units}, report, survivors
+    return _decision_files(out, run), report, survivors
 
 
 def _decide_paragraphs(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: set[str],

@@ -35,13 +35,13 @@ from pathlib import Path
 
 from ..config import Config, SourceConfig
 from ..errors import UserError
-from ..ids import DigestCache, content_id, write_json
+from ..ids import DigestCache, content_id, file_safe, write_json
 from ..progress import log
 from . import prepare_steps as S
 from .dedup_step import document_duplicates, paragraph_duplicates
 from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
-from .prepare_stats import READ_RULES, filter_warnings, summarize
+from .prepare_stats import READ_RULES, filter_warnings, reading_notes, summarize
 from .profile_choice import choose_profiles, describe
 from .quality_config import QualitySettings
 from .step_runner import StepRunner
@@ -127,6 +127,8 @@ def prepare_data(cfg: Config, out: Path) -> dict:
     total_kept = sum(s["docs_kept"] for s in manifest["sources"].values())
     log(f"data: {total_in} documents in, {total_kept} kept, "
         f"{sum(v['docs'] for v in val_summary.values())} held out for validation")
+    for line in reading_notes(manifest):
+        log(f"data: {line}")
     for warning in manifest["warnings"]:
         log(f"data: warning: {warning}")
     log(f"data: corpus size {manifest['verdict']['level']}: {manifest['verdict']['message']}")
@@ -145,7 +147,18 @@ def _check_sources_readable(run: StepRunner, sources: dict[str, SourceConfig]) -
         if c["in"] and not c["read"]:
             rule, n = max(((r, n) for r, n in c.items() if r not in ("in", "read")), key=lambda x: x[1])
             raise UserError(f"source `{name}` ({sources[name].path}): none of its {c['in']} documents could be "
-                            f"read; top reason: {rule} ({n} of {c['in']})")
+                            f"read; top reason: {rule} ({n} of {c['in']}){_first_record(run, name, rule)}")
+
+
+def _first_record(run: StepRunner, source: str, rule: str) -> str:
+    """`, e.g. ID: detail` from the read step's ledger: the file, and for a damaged one where."""
+    for unit in run.units:
+        if unit.source == source:
+            for path in sorted(run.outputs["read"][unit.name].glob("rejected-*.jsonl.zst")):
+                for record in read_jsonl(path):
+                    if record["rule"] == rule:
+                        return f", e.g. {record['id']}: {record['detail']}"
+    return ""
 
 
 EDGE_SHARE = 0.8  # a frequent line is template when it is among a page's first or last lines this often
@@ -153,7 +166,8 @@ EDGE_SHARE = 0.8  # a frequent line is template when it is among a page's first 
 
 def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
     """Corpus-wide step: per source, the lines found in many of its documents. Returns source -> path of a
-    .npy of their line hashes, named by what it was computed from (so the path works as a cache key)."""
+    .npy of their line hashes relative to the cache, named by what it was computed from (so the path works as a
+    cache key, and still does after the workdir moved)."""
     import numpy as np
 
     from .clean.boilerplate import RepeatedLineFinder
@@ -164,9 +178,9 @@ def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
                  if u.source == source and u.name in run.outputs["line_counts"]]
         if not sides:
             continue
-        key = content_id("repeated_lines", [str(p) for p in sides], d.repeated_line_min_docs,
+        key = content_id("repeated_lines", [p.name for p in sides], d.repeated_line_min_docs,  # names: content IDs
                          d.repeated_line_min_share, EDGE_SHARE)
-        path = cache / "repeated_lines" / f"{source}-{key}.npy"
+        path = cache / "repeated_lines" / f"{file_safe(source)}-{key}.npy"
         if not path.exists():
             finder, edges = RepeatedLineFinder(), RepeatedLineFinder()
             for side in sides:
@@ -183,7 +197,7 @@ def _repeated_lines(run: StepRunner, d, cache: Path) -> dict[str, str]:
             tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npy")
             np.save(tmp, frequent)
             os.replace(tmp, path)
-        paths[source] = str(path)
+        paths[source] = path.relative_to(cache).as_posix()
     return paths
 
 

@@ -8,7 +8,8 @@ from ..config import Config
 from .step_runner import StepRunner
 
 READ_RULES = {"binary", "not_utf8", "unreadable", "malformed_json", "missing_text_field", "line_too_long",
-              "empty_file"}
+              "empty_file", "truncated", "corrupt_file"}
+DAMAGE_RULES = ("truncated", "corrupt_file")  # a file read only up to the damage: what followed it is lost
 _COUNTS = ("docs_in", "chars_in", "bytes_in", "docs_out", "chars_out", "bytes_out")
 
 
@@ -120,6 +121,31 @@ def _fix(rule: str, name: str, profile: str, found: str, keeps: list[str]) -> st
     return off[3:]
 
 
+def _damage_warnings(name: str, src: dict) -> list[str]:
+    dropped = src["steps"].get("read", {}).get("dropped", {})
+    damaged = {rule: dropped[rule] for rule in DAMAGE_RULES if dropped.get(rule)}
+    if not damaged:
+        return []
+    counts = ", ".join(f"{rule} {n}" for rule, n in damaged.items())
+    return [f"source `{name}`: {sum(damaged.values())} damaged file(s) ({counts}): the documents before the damage "
+            "were kept, the rest of each file is lost; which files and at what byte: `scratchlm data rejected -c "
+            f"CONFIG --source {name} --rule {next(iter(damaged))}`"]
+
+
+def reading_notes(manifest: dict) -> list[str]:
+    """One line per source whose files needed decoding other than UTF-8 or had characters repaired."""
+    out = []
+    for name, src in manifest["sources"].items():
+        notes = src["steps"].get("read", {}).get("notes", {})
+        parts = [f"{n} document(s) read as {enc}" for enc, n in sorted(notes.get("encoding", {}).items())]
+        chars = notes.get("repaired_chars", {})
+        parts += [f"{kind.replace('_', ' ')} in {n} document(s) ({chars.get(kind, 0):,} characters)"
+                  for kind, n in sorted(notes.get("repaired_docs", {}).items())]
+        if parts:
+            out.append(f"source `{name}`: " + "; ".join(parts))
+    return out
+
+
 def filter_warnings(manifest: dict, wanted_languages: dict[str, tuple[str, ...]]) -> list[str]:
     """One warning per (source, step) that removed more than HEAVY_LOSS of the characters it was given, with the
     rules that did it and, for each of the top ones, the config change that fixes it; and one per source where a
@@ -128,6 +154,7 @@ def filter_warnings(manifest: dict, wanted_languages: dict[str, tuple[str, ...]]
     loud."""
     out = []
     for name, src in manifest["sources"].items():
+        out += _damage_warnings(name, src)
         for step, st in src["steps"].items():
             if "skipped" in st or step == "split" or not st.get("chars_in"):
                 continue

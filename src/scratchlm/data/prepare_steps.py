@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -18,7 +17,7 @@ from .clean.promo import promo_score
 from .clean.quality import c4_filter_lines, quality_verdict
 from .quality_config import QualitySettings
 from .jsonl import read_jsonl
-from .readers import Rejected
+from .readers import READ_NOTES, Rejected
 from .step_runner import StepContext
 from .val_split import HELD_OUT_PIECE, PIECE_SUFFIX, SPLIT_FROM, WHOLE, tail_cut
 
@@ -52,6 +51,7 @@ def read_doc(item: dict | Rejected, ctx: StepContext) -> dict | None:
     if isinstance(item, Rejected):
         ctx.drop(item.id, item.rule, item.detail)
         return None
+    _note_reading(item.pop(READ_NOTES, {}), ctx)
     text = unicodedata.normalize(s.normalization, item["text"]).strip()
     doc = {**item, "text": text, "source": ctx.unit.source, "domain": ctx.unit.domain, "chars_read": len(text)}
     if _too_short(doc, ctx, s.min_chars):
@@ -60,6 +60,17 @@ def read_doc(item: dict | Rejected, ctx: StepContext) -> dict | None:
         ctx.drop(doc["id"], "too_long", f"{len(text)} > {s.max_chars} chars", text)
         return None
     return doc
+
+
+def _note_reading(notes: dict, ctx: StepContext) -> None:
+    """The reader's notes in the stats: documents by encoding (UTF-8 is not counted), and documents and
+    characters repaired (NULs stripped, lone surrogates replaced)."""
+    for key, value in notes.items():
+        if key == "encoding":
+            ctx.note("encoding", value)
+        else:
+            ctx.note("repaired_docs", key)
+            ctx.note("repaired_chars", key, value)
 
 
 def boilerplate_doc(doc: dict, ctx: StepContext) -> dict | None:
@@ -96,8 +107,8 @@ def save_line_counts(ctx: StepContext) -> None:
 
 def repeated_lines_doc(doc: dict, ctx: StepContext) -> dict | None:
     """Remove lines found in many documents of the same source (templates: site footers, license headers)."""
-    if "frequent" not in ctx.memo:  # the state is the path of the source's frequent-line hashes
-        ctx.memo["frequent"] = set(np.load(ctx.state).tolist())
+    if "frequent" not in ctx.memo:  # the state is the path of the source's frequent-line hashes in the cache
+        ctx.memo["frequent"] = set(np.load(ctx.cache / ctx.state).tolist())
     if ctx.skips("repeated_line"):
         return doc
     original = doc["text"]
@@ -213,8 +224,8 @@ def promo_doc(doc: dict, ctx: StepContext) -> dict | None:
 
 
 def _decisions(ctx: StepContext) -> dict[str, dict]:
-    if "decisions" not in ctx.memo:  # the state is the path of this unit's decisions
-        path = Path(ctx.state)
+    if "decisions" not in ctx.memo:  # the state is the path of this unit's decisions in the cache
+        path = ctx.cache / ctx.state
         ctx.memo["decisions"] = {r.pop("id"): r for r in read_jsonl(path)} if path.exists() else {}
     return ctx.memo["decisions"]
 

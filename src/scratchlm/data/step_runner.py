@@ -4,7 +4,8 @@ A local step maps one document to the document (maybe edited) or to nothing (dro
 ledger). Each (step, unit) result is stored under `<workdir>/data/cache/<step>/<key>/`, where the key hashes
 the unit's previous key, the step's settings and any corpus-wide state the step consumes. So:
 - a prepare that was killed reruns only the (step, unit) pairs that had not finished (a result directory
-  appears by an atomic rename, with its stats.json, or not at all);
+  appears by an atomic rename, with its stats.json, or not at all; the temp directories of a failed or killed
+  run are removed);
 - changing a late filter's settings changes the keys from that step on: earlier steps are read from cache.
 
 Global steps (repeated lines, dedup, the validation draw) live in prepare.py; they read the units' outputs
@@ -12,12 +13,14 @@ between two runs of local steps and hand each unit the part of their result it n
 """
 from __future__ import annotations
 
-import multiprocessing
+import errno
 import os
+import re
 import shutil
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -26,14 +29,16 @@ import numpy as np
 import zstandard
 
 from .. import __version__
+from ..errors import UserError
 from ..ids import content_id, read_json, write_json
-from ..progress import bar
+from ..pool import spawn_pool
+from ..progress import bar, log
 from .jsonl import ShardWriter, read_jsonl
 from .clean.structure import piece_contexts
 from .ledger import Ledger
 from .units import Unit
 
-CACHE_VERSION = f"{__version__}/4"  # bump when a step's code changes what it produces: old results are not reused
+CACHE_VERSION = f"{__version__}/5"  # bump when a step's code changes what it produces: old results are not reused
 DOCS = "docs-00000.jsonl.zst"
 STATS = "stats.json"
 
@@ -47,12 +52,73 @@ def text_size(text: str) -> tuple[int, int]:
     return len(text), len(text.encode("utf-8", "surrogatepass"))
 
 
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.0f} MB" if n >= 1e6 else f"{n:,} bytes"
+
+
+def disk_full(path: Path, needed: int | None = None) -> UserError:
+    """ENOSPC as one line: what was being written, what is left there and, when known, about what it wanted."""
+    where = Path(path)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    wanted = f"; this step wants about {_mb(needed)} more for it (the size of its input)" if needed else ""
+    return UserError(f"disk full while writing {path}: {_mb(free)} free on that filesystem{wanted}; free some "
+                     "space or point run.workdir at a larger disk, then run again (finished steps are kept)")
+
+
+_TEMP_NAME = re.compile(r"^\..+\.tmp(\d+)(\.npy)?$")  # what temp_beside and the global steps name their temps
+
+
+@contextmanager
+def temp_beside(out: Path, needed: int | None = None) -> Iterator[Path]:
+    """A fresh temp directory next to `out`, to be renamed into place when complete; removed if anything fails
+    (a full disk then says so in one line)."""
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise disk_full(Path(e.filename or tmp), needed) from None
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # after a success it was renamed: nothing left to remove
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # an earlier process that had our number
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
+
+
+def remove_stale_temps(cache: Path) -> list[Path]:
+    """Remove the temp directories and files a killed or crashed run left in the cache. A finished entry is never
+    named like one, and one whose process still runs is left alone."""
+    removed = []
+    for entry in cache.glob("*/.*"):
+        match = _TEMP_NAME.match(entry.name)
+        if match and not _alive(int(match.group(1))):
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
+
+
 class StepContext:
     """What a step function sees besides the document: its unit, settings and state, and the ledger."""
 
-    def __init__(self, step: str, unit: Unit, settings: Any, state: Any, ledger: Ledger, directory: Path):
+    def __init__(self, step: str, unit: Unit, settings: Any, state: Any, ledger: Ledger, directory: Path,
+                 cache: Path):
         self.step, self.unit, self.settings, self.state, self.ledger = step, unit, settings, state, ledger
         self.directory = directory
+        self.cache = cache  # a state naming a cached file names it relative to this, so a moved workdir fits
         self.stats = new_stats()
         self.sides: dict[str, np.ndarray] = {}  # extra arrays a step leaves for a later global step
         self.memo: dict[str, Any] = {}  # per-task scratch space (a set built once from the state, ...)
@@ -129,17 +195,31 @@ def _input(task: LocalTask) -> Iterator[Any]:
         return
     from .readers import read_file
 
+    max_chars = getattr(task.settings, "max_chars", 0)  # the reading step's bound: a huge file is not read
     for f in task.unit.files:
-        yield from read_file(Path(f.path), f.doc_id, f.format, task.unit.text_field, f.start, f.end, f.first_line)
+        yield from read_file(Path(f.path), f.doc_id, f.format, task.unit.text_field, f.start, f.end, f.first_line,
+                             max_chars)
+
+
+def _input_bytes(task: LocalTask) -> int | None:
+    try:
+        return task.unit.bytes if task.source is None else task.source.stat().st_size
+    except OSError:
+        return None
 
 
 def run_local_task(task: LocalTask) -> dict:
     """One step on one unit, in a worker process. The result directory appears atomically when complete."""
-    tmp = task.out.with_name(f".{task.out.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    with temp_beside(task.out, _input_bytes(task)) as tmp:
+        stats = _run_into(task, tmp)
+        shutil.rmtree(task.out, ignore_errors=True)
+        os.replace(tmp, task.out)
+    return stats
+
+
+def _run_into(task: LocalTask, tmp: Path) -> dict:
     ledger = Ledger(tmp)
-    ctx = StepContext(task.step, task.unit, task.settings, task.state, ledger, tmp)
+    ctx = StepContext(task.step, task.unit, task.settings, task.state, ledger, tmp, cache=task.out.parent.parent)
     st = ctx.stats
     writer = ShardWriter(tmp, "docs", per_shard=1 << 62, level=1) if task.writes_docs else None
     for item in _input(task):
@@ -171,8 +251,6 @@ def run_local_task(task: LocalTask) -> dict:
                                                               for k, v in st["removed"].items()},
              "notes": {k: dict(v) for k, v in st["notes"].items()}}
     write_json(tmp / STATS, stats)
-    shutil.rmtree(task.out, ignore_errors=True)
-    os.replace(tmp, task.out)
     return stats
 
 
@@ -183,6 +261,8 @@ class StepRunner:
         self.units = units
         self.cache = cache
         self.workers = workers or os.cpu_count() or 1
+        if stale := remove_stale_temps(cache):
+            log(f"data: removed {len(stale)} temp entries an interrupted run left in {cache}")
         self.keys = {u.name: u.key for u in units}
         self.docs: dict[str, Path | None] = {u.name: None for u in units}
         self.stats: dict[str, dict[str, dict]] = {}  # step -> unit name -> stats
@@ -238,8 +318,7 @@ class StepRunner:
         if self.workers == 1 or len(tasks) == 1:
             return (run_local_task(t) for t in bar(tasks, desc=step, unit="unit"))
         if self._pool is None:
-            # spawn, not fork: the parent may hold threads (tokenizers, torch) that a fork would copy mid-lock.
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = spawn_pool(self.workers)  # spawned, and its workers die with this process
         return bar(self._pool.map(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
 
     def iter_docs(self, units: list[Unit] | None = None) -> Iterator[tuple[Unit, dict]]:
@@ -258,5 +337,5 @@ class StepRunner:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)  # after a failure, the units not started yet are not run
             self._pool = None

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Config, SourceConfig
-from ..ids import DigestCache, content_id
-from .readers import file_format, source_files
+from ..ids import DigestCache, content_id, file_safe, input_gone
+from .readers import file_format, source_files, wide_encoding
 
 MAX_FILES_PER_UNIT = 2000  # keeps a unit's description (and the task sent to a worker) small
 _SCAN_BLOCK = 1 << 22
@@ -41,7 +41,8 @@ class Unit:
 
     @property
     def name(self) -> str:
-        return f"{self.source}-{self.index:05d}"
+        """Also the name of the unit's files in the cache and the output: never a path of its own."""
+        return f"{file_safe(self.source)}-{self.index:05d}"
 
 
 def _line_cuts(path: Path, size: int, unit_bytes: int) -> list[tuple[int, int, int]]:
@@ -74,6 +75,13 @@ def plan_units(cfg: Config, digests: DigestCache) -> list[Unit]:
     return units
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as e:  # deleted between listing the source and planning its units
+        raise input_gone(path, e) from None
+
+
 def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_bytes: int) -> list[Unit]:
     files = source_files(src, cfg.base_dir)
     root = Path(str((cfg.base_dir / src.path).expanduser()))
@@ -83,10 +91,10 @@ def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_byt
     for path in files:
         rel = path.relative_to(root).as_posix() if root else path.name
         fmt = file_format(src, path)
-        size = path.stat().st_size
+        size = _size(path)
         base = UnitFile(str(path), f"{src.name}/{rel}", fmt)
         plain_jsonl = fmt == "jsonl" and not path.name.lower().endswith((".gz", ".zst"))
-        if plain_jsonl and size > unit_bytes:
+        if plain_jsonl and size > unit_bytes and not wide_encoding(path):  # UTF-16 has no newline byte to cut at
             for start, end, first in _line_cuts(path, size, unit_bytes):
                 groups.append([UnitFile(base.path, base.doc_id, fmt, start, end, first)])
                 sizes.append((end if end >= 0 else size) - start)

@@ -18,6 +18,7 @@ import json
 import time
 from pathlib import Path
 
+from ..errors import UserError
 from ..ids import write_json
 from ..progress import log
 from .detectors import ALL_NAMES, NONFINITE, Alert, build_detectors
@@ -32,9 +33,34 @@ SUMMARY = "monitor.json"
 
 
 def read_rows(path: Path) -> list[dict]:
+    return [row for _, row in row_lines(path)[0]]
+
+
+def row_lines(path: Path) -> tuple[list[tuple[str, dict]], str | None]:
+    """(line, row) of each row of a JSON-lines file, and its last line if torn (a kill mid-write, or a writer
+    still at it), which is left out. A damaged line before the last is an error: nothing tears those."""
     if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [], None
+    lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    rows = []
+    for n, line in enumerate(lines, 1):
+        row = _parse_row(line)
+        if row is not None:
+            rows.append((line, row))
+        elif n == len(lines):
+            return rows, line
+        else:
+            raise UserError(f"{path} is damaged: line {n} is not a JSON row with a step ({line[:40]!r}); "
+                            f"delete that line")
+    return rows, None
+
+
+def _parse_row(line: str) -> dict | None:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) and "step" in row else None
 
 
 class Monitor:
@@ -57,6 +83,7 @@ class Monitor:
         self.last_row: dict | None = None
         self.previous_samples, self.previous_step = None, None
         self.alerts_file = open(out / ALERTS, "w", encoding="utf-8")
+        (out / SUMMARY).unlink(missing_ok=True)  # a stopped run's verdicts: this run is going, the dashboard says
         self.replaying = True
         for row in read_rows(out / "metrics.jsonl"):  # resume: rebuild detector state from the rows kept
             self._judge(row)

@@ -8,12 +8,12 @@ corpus is.
 
 Each worker runs the tokenizer single-threaded (TOKENIZERS_PARALLELISM=false): the processes already use the
 cores, and rayon threads on top would only compete with them. Workers are spawned, not forked, because the
-parent may already have started rayon or torch threads, and forking a threaded process can deadlock. (As with
-any spawned pool, a script that calls this must keep its top level under `if __name__ == "__main__":`.)
+parent may already have started rayon or torch threads, and forking a threaded process can deadlock; and they
+die with the parent (pool.py). (As with any spawned pool, a script that calls this must keep its top level under
+`if __name__ == "__main__":`.)
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
+
+from ..pool import spawn_pool
 
 CHUNK_CHARS = 1 << 18  # small enough that many cores stay busy to the end, large enough to amortize pickling
 CHUNK_DOCS = 4096
@@ -78,8 +80,7 @@ class ParallelEncoder:
         self.args = (str(tokenizer_path), bos, np.dtype(dtype).str)
         self.pool: ProcessPoolExecutor | None = None
         if self.workers > 1 or force_pool:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_init_worker, initargs=self.args)
+            self.pool = spawn_pool(self.workers, _init_worker, self.args)
         else:
             _load(*self.args)
 

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from ..errors import UserError
 from ..ids import file_digest, read_json, write_json
+from ..progress import log
 
 PREFIX = "step_"
 BEST = "best.json"  # names the checkpoint with the lowest validation loss so far; kept when pruning
@@ -79,20 +81,14 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
     final = directory / f"{PREFIX}{step:07d}"
     tmp = directory / f".tmp_{PREFIX}{step:07d}"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    save_file(model_tensors(model, model_state), str(tmp / "model.safetensors"))
+    tensors = model_tensors(model, model_state)
     optim = optimizer.state_dict() if optimizer_state is None else optimizer_state
-    torch.save({"step": step, "optimizer": optim, "rng": rng_state(), **extra_state},
-               tmp / "state.pt")
-    for f in files:
-        shutil.copy(f, tmp / Path(f).name)
-    for name in ("model.safetensors", "state.pt"):
-        with open(tmp / name, "rb") as f:
-            os.fsync(f.fileno())
-    meta = {**meta, "step": step, "git_commit": _git_commit(),
-            "checksums": {n: file_digest(tmp / n) for n in ("model.safetensors", "state.pt")}}
-    write_json(tmp / "meta.json", meta)
-    _fsync_dir(tmp)
+    state = {"step": step, "optimizer": optim, "rng": rng_state(), **extra_state}
+    try:
+        _write_checkpoint(tmp, tensors, state, files, {**meta, "step": step, "git_commit": _git_commit()})
+    except (OSError, RuntimeError, SafetensorError) as e:  # ENOSPC reaches torch.save as "unexpected pos"
+        shutil.rmtree(tmp, ignore_errors=True)  # the previous checkpoints were never touched
+        raise UserError(_write_failure(final, e, _tensor_bytes((tensors, state)))) from None
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -104,12 +100,60 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
     return final
 
 
-def best_checkpoint(directory: Path) -> Path | None:
+def _write_checkpoint(tmp: Path, tensors: dict, state: dict, files: tuple[Path, ...], meta: dict) -> None:
+    tmp.mkdir()
+    save_file(tensors, str(tmp / "model.safetensors"))
+    torch.save(state, tmp / "state.pt")
+    for f in files:
+        shutil.copy(f, tmp / Path(f).name)
+    for name in ("model.safetensors", "state.pt"):
+        with open(tmp / name, "rb") as f:
+            os.fsync(f.fileno())
+    meta = {**meta, "checksums": {n: file_digest(tmp / n) for n in ("model.safetensors", "state.pt")}}
+    write_json(tmp / "meta.json", meta)
+    _fsync_dir(tmp)
+
+
+def _tensor_bytes(obj) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.nbytes
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(v) for v in obj)
+    return 0
+
+
+def _write_failure(final: Path, error: BaseException, needed: int) -> str:
+    """A failed save is most often a full disk: say how full, against what the checkpoint needs."""
+    free = shutil.disk_usage(final.parent).free
+    reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+    previous = list_checkpoints(final.parent)
+    kept = f"; {previous[-1].name} is untouched" if previous else ""
+    return (f"could not write checkpoint {final} ({reason}): {free / 2 ** 20:,.1f} MiB free on its disk, about "
+            f"{needed / 2 ** 20:,.1f} MiB needed{kept}; free some space, then resume with --resume")
+
+
+def _read_best(directory: Path) -> dict | None:
     path = Path(directory) / BEST
     if not path.exists():
         return None
-    best = Path(directory) / read_json(path)["checkpoint"]
-    return best if best.is_dir() else None
+    try:
+        best = read_json(path)
+        return {"checkpoint": str(best["checkpoint"]), "val_loss": float(best["val_loss"])}
+    except (ValueError, KeyError, TypeError) as e:
+        # Only ever written atomically, so this is damage from outside: drop it and let evaluations rewrite it.
+        log(f"checkpoint: {path} is damaged ({type(e).__name__}: {e}); removed, the next evaluation writes it again")
+        path.unlink(missing_ok=True)
+        return None
+
+
+def best_checkpoint(directory: Path) -> Path | None:
+    best = _read_best(directory)
+    if best is None:
+        return None
+    path = Path(directory) / best["checkpoint"]
+    return path if path.is_dir() else None
 
 
 def mark_best(directory: Path, step: int, val_loss: float) -> bool:
@@ -117,36 +161,78 @@ def mark_best(directory: Path, step: int, val_loss: float) -> bool:
     name = f"{PREFIX}{step:07d}"
     if not (Path(directory) / name).is_dir() or val_loss != val_loss:  # no checkpoint at this step, or NaN
         return False
-    path = Path(directory) / BEST
-    if path.exists() and best_checkpoint(directory) is not None and read_json(path)["val_loss"] <= val_loss:
+    best = _read_best(directory)
+    if best is not None and (Path(directory) / best["checkpoint"]).is_dir() and best["val_loss"] <= val_loss:
         return False
-    write_json(path, {"checkpoint": name, "step": step, "val_loss": val_loss})
+    write_json(Path(directory) / BEST, {"checkpoint": name, "step": step, "val_loss": val_loss})
     return True
 
 
-def list_checkpoints(directory: Path) -> list[Path]:
+def rebuild_best(directory: Path, evaluations: list[tuple[int, float]]) -> None:
+    """best.json again from (step, validation loss) pairs, e.g. the evaluations a resumed run kept."""
+    (Path(directory) / BEST).unlink(missing_ok=True)
+    for step, val_loss in evaluations:
+        mark_best(directory, step, val_loss)
+
+
+def step_dirs(directory: Path) -> list[Path]:
+    """Every step_* directory, oldest first, whole or not: what resume looks at (and explains skipping)."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.iterdir() if p.is_dir() and p.name.startswith(PREFIX)
-                  and (p / "meta.json").exists())
+    return sorted(p for p in directory.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
 
 
-def verify_checkpoint(path: Path) -> dict:
+def list_checkpoints(directory: Path) -> list[Path]:
+    return [p for p in step_dirs(directory) if (p / "meta.json").exists()]
+
+
+def check_checkpoint(path: Path) -> dict:
+    """The checkpoint's meta once every file matches its checksum; else a UserError naming the file."""
     meta_path = Path(path) / "meta.json"
     if not meta_path.exists():
         raise UserError(f"{path} is not a scratchlm checkpoint (no meta.json)")
-    meta = read_json(meta_path)
-    for name, digest in meta["checksums"].items():
+    try:
+        meta = read_json(meta_path)
+        checksums = dict(meta["checksums"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"checkpoint file {meta_path} is damaged ({type(e).__name__}: {e})") from None
+    for name, digest in checksums.items():
         f = Path(path) / name
         if not f.exists() or file_digest(f) != digest:
-            older = [p.name for p in list_checkpoints(Path(path).parent) if p.name < Path(path).name]
-            offer = f"; the previous checkpoint is {older[-1]}" if older else ""
-            raise UserError(f"checkpoint file {f} is corrupt or missing (checksum mismatch){offer}")
+            raise UserError(f"checkpoint file {f} is corrupt or missing (checksum mismatch)")
     return meta
 
 
+def previous_good(path: Path) -> Path | None:
+    """The newest checkpoint before `path` in its directory that passes its checksums."""
+    for older in reversed([p for p in list_checkpoints(Path(path).parent) if p.name < Path(path).name]):
+        try:
+            check_checkpoint(older)
+            return older
+        except UserError:
+            continue
+    return None
+
+
+def verify_checkpoint(path: Path, config: Path | None = None) -> dict:
+    """check_checkpoint, with the way out in the error: the previous good checkpoint, and with `config` the
+    command that resumes training from it."""
+    try:
+        return check_checkpoint(path)
+    except UserError as e:
+        good = previous_good(path)
+        if good is None:
+            raise
+        how = f": `scratchlm train -c {config} --resume-from {good}`" if config else f" ({good})"
+        raise UserError(f"{e}; the previous checkpoint is {good.name}, which verifies{how}") from None
+
+
 def load_model_weights(model, path: Path) -> None:
-    tensors = load_file(str(Path(path) / "model.safetensors"))
+    file = Path(path) / "model.safetensors"
+    try:
+        tensors = load_file(str(file))
+    except (SafetensorError, OSError) as e:  # its checksum was rewritten to match: the bytes are no checkpoint
+        raise UserError(f"checkpoint file {file} is not a readable safetensors file ({e})") from None
     if model.cfg.tie_embeddings:
         tensors["lm_head.weight"] = tensors["tok_emb.weight"]
     try:
@@ -160,7 +246,11 @@ def load_model_weights(model, path: Path) -> None:
 
 
 def load_training_state(path: Path) -> dict:
-    return torch.load(Path(path) / "state.pt", map_location="cpu", weights_only=False)
+    file = Path(path) / "state.pt"
+    try:
+        return torch.load(file, map_location="cpu", weights_only=False)
+    except Exception as e:  # unpickling garbage raises whatever the bytes happen to trigger
+        raise UserError(f"checkpoint file {file} cannot be read ({type(e).__name__}: {e})") from None
 
 
 def load_model(path: Path, device: torch.device | str = "cpu"):

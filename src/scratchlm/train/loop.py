@@ -10,6 +10,8 @@ import json
 import math
 import os
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -19,15 +21,17 @@ from ..config import Config
 from ..errors import UserError
 from ..eval.loss import evaluate_domains, mean_over_domains
 from ..eval.samples import generate_samples
-from ..ids import read_json, write_json
+from ..ids import atomic_write_text, read_json, write_json
 from ..model import GPT
 from ..model.presets import describe_preset
 from ..monitor import Monitor, NullMonitor  # MONITOR
+from ..monitor.monitor import row_lines
 from ..progress import bar, bars_on, duration, log
 from ..tokenizer.bpe import load_tokenizer
 from ..tokenizer.shards import check_tokenizer_matches
-from .checkpoint import (best_checkpoint, list_checkpoints, load_model_weights, load_training_state, mark_best,
-                         save_checkpoint, set_rng_state, verify_checkpoint)
+from .checkpoint import (best_checkpoint, check_checkpoint, list_checkpoints, load_model_weights,
+                         load_training_state, mark_best, rebuild_best, save_checkpoint, set_rng_state, step_dirs,
+                         verify_checkpoint)
 from .device import autocast, pick_device, pick_precision, sync
 from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
                           mean_over_ranks, wrap_model)
@@ -38,6 +42,55 @@ from .schedule import lr_factor
 
 class TrainingHalted(UserError):
     """The run stopped on purpose (non-finite loss); a diagnosis file says why."""
+
+
+class TrainingInterrupted(UserError):
+    """SIGINT/SIGTERM stopped the run after a checkpoint; the exit status is the shell's for that signal."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
+class StopOnSignal:
+    """The first SIGINT/SIGTERM asks the loop to stop after the current step and a checkpoint (schedulers send
+    SIGTERM some time before SIGKILL); the second gets the previous handler: Ctrl-C twice stops at once.
+
+    repeat_after_s: a second signal sooner than this is the first one delivered twice, not a second request.
+    Under torchrun a Ctrl-C reaches every rank from the terminal, then again from torchrun, which forwards it.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, repeat_after_s: float = 0.0):
+        self.signum: int | None = None
+        self.previous: dict = {}
+        self.repeat_after_s, self.first_at = repeat_after_s, 0.0
+
+    def __enter__(self) -> "StopOnSignal":
+        if threading.current_thread() is threading.main_thread():  # Python delivers signals to that thread only
+            for s in self.SIGNALS:
+                if signal.getsignal(s) is not signal.SIG_IGN:  # nohup and friends: ignored stays ignored
+                    self.previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.signum is None:
+            self.signum, self.first_at = signum, time.monotonic()
+            # os.write, not print: the signal may land in the middle of a print to stderr.
+            with contextlib.suppress(OSError):
+                os.write(2, f"\ntrain: {signal.Signals(signum).name}: finishing this step and saving a "
+                            f"checkpoint; send it again to stop at once\n".encode())
+        elif time.monotonic() - self.first_at >= self.repeat_after_s:
+            self._restore()
+            signal.raise_signal(signum)  # as if we had never been here: KeyboardInterrupt, or death by SIGTERM
 
 
 def build_optimizer(model: torch.nn.Module, cfg: Config, device: torch.device) -> torch.optim.Optimizer:
@@ -66,19 +119,22 @@ def grad_accum_for(t, seq_len: int, world_size: int) -> int:
 
 
 def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict,
-                prompts: list[str], resume: bool = False) -> dict:
+                prompts: list[str], resume: bool = False, resume_from: Path | None = None) -> dict:
+    """resume_from: a checkpoint directory of this run to resume from, instead of the newest that verifies."""
     t = cfg.train
     if t.threads:
         torch.set_num_threads(t.threads)
     world, device = init_world(pick_device(t.device))
     try:
-        return _train(cfg, shards_dir, tokenizer_dir, out, ids, prompts, resume, world, device)
+        with StopOnSignal(repeat_after_s=1.0 if world.active else 0.0) as stop:
+            return _train(cfg, shards_dir, tokenizer_dir, out, ids, prompts, resume or resume_from is not None,
+                          resume_from, world, device, stop)
     finally:
         close_world(world)
 
 
 def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict, prompts: list[str],
-           resume: bool, world: World, device: torch.device) -> dict:
+           resume: bool, resume_from: Path | None, world: World, device: torch.device, stop: StopOnSignal) -> dict:
     t, m = cfg.train, cfg.model
     precision = pick_precision(t.precision, device)
     grad_accum = grad_accum_for(t, m.seq_len, world.size)
@@ -106,16 +162,11 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     step = 0
     state = None
     existing = list_checkpoints(ckpt_dir)
-    if resume and existing:
-        latest = existing[-1]
-        verify_checkpoint(latest)
-        load_model_weights(raw, latest)  # before wrapping: FSDP then shards the loaded weights
-        state = load_training_state(latest)
-        step = state["step"]
-        if world.main:
-            log(f"train: resumed from {latest} (step {step})")
-    elif resume:
-        raise UserError(f"--resume: no checkpoint to resume from in {ckpt_dir}")
+    if resume:  # before wrapping the model: FSDP then shards the loaded weights
+        candidates = ([_own_checkpoint(Path(resume_from), ckpt_dir, cfg.path, ids.get("train"))] if resume_from
+                      else step_dirs(ckpt_dir)[::-1])
+        state = _load_resume_state(raw, candidates, ckpt_dir, world.main, resume_from is not None)
+        step = state["step"] if state else 0
     elif existing and world.main:
         log(f"train: found checkpoints up to {existing[-1].name} from an unfinished run; starting over "
             f"(pass --resume to continue it instead)")
@@ -130,8 +181,9 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         set_rng_state(state["rng"])
     if t.compile:
         model = torch.compile(model)
-    if world.main:
-        _truncate_metrics(out / "metrics.jsonl", step)
+    kept_rows = _discard_after(out, step) if world.main else []
+    if world.main and resume:
+        rebuild_best(ckpt_dir, [(r["step"], r["val_loss"]) for r in kept_rows if "val_loss" in r])
     monitor = (Monitor(cfg, out, raw, device, precision, loader, start_step=step,  # MONITOR
                        group_norms=not (t.fsdp and world.size > 1))
                if world.main else NullMonitor())
@@ -158,6 +210,25 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                                {"scaler": scaler.state_dict(), "loader": loader.state_dict()},
                                meta, t.keep_last, files=(out / "tokenizer.json",),
                                model_state=model_state, optimizer_state=optimizer_state)
+
+    def evaluate(at: int) -> None:
+        evaluation = evaluate_domains(raw, shards_dir, t.batch_size, cfg.eval.max_batches, device, precision)
+        samples = generate_samples(raw, tokenizer, prompts, cfg.eval, seed=t.seed)
+        val_loss = mean_over_domains(evaluation)
+        row = monitor.on_eval(at, {"step": at, "eval": evaluation, "val_loss": val_loss}, samples)  # MONITOR
+        if world.main:
+            mark_best(ckpt_dir, at, val_loss)
+            (out / "samples").mkdir(exist_ok=True)
+            write_json(out / "samples" / f"step_{at:07d}.json", samples)
+        record(row)  # last: a row in metrics.jsonl means this evaluation is complete, best.json and samples too
+
+    # A kill during the evaluation that followed the checkpoint we resume from lost it; run it now, or that step
+    # never gets its row, its samples or its chance at best.json. Rank 0 reads metrics.jsonl; all ranks evaluate.
+    lost = world.main and step > 0 and not any(r["step"] == step and "eval" in r for r in kept_rows)
+    if state is not None and eval_due(step, t) and any_rank(lost, world, device):
+        if world.main:
+            log(f"train: step {step} has a checkpoint but no evaluation (the run stopped during it); evaluating now")
+        evaluate(step)
 
     batches = Prefetcher(loader, step, t.max_steps, t.prefetch)
     model.train()
@@ -207,19 +278,20 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             window_start, window_tokens = time.perf_counter(), 0
         due_by_time = bool(t.checkpoint_minutes) and any_rank(
             time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
-        if step % t.checkpoint_every == 0 or step == t.max_steps or due_by_time:
-            checkpoint(step)
+        stopping = any_rank(stop.signum is not None, world, device)  # every rank must join the save
+        if step % t.checkpoint_every == 0 or step == t.max_steps or due_by_time or stopping:
+            saved = checkpoint(step)
             last_checkpoint = time.monotonic()
-        if step % t.eval_every == 0 or step == t.max_steps:
-            evaluation = evaluate_domains(raw, shards_dir, t.batch_size, cfg.eval.max_batches, device, precision)
-            samples = generate_samples(raw, tokenizer, prompts, cfg.eval, seed=t.seed)
-            val_loss = mean_over_domains(evaluation)
-            record(monitor.on_eval(step, {"step": step, "eval": evaluation,  # MONITOR: diffs, detectors
-                                          "val_loss": val_loss}, samples))
-            if world.main:
-                mark_best(ckpt_dir, step, val_loss)
-                (out / "samples").mkdir(exist_ok=True)
-                write_json(out / "samples" / f"step_{step:07d}.json", samples)
+        if stopping:  # the evaluation due here, if any, runs on resume
+            for closing in (batches, progress, monitor, metrics_file):
+                if closing is not None:
+                    closing.close()
+            name = signal.Signals(stop.signum).name if stop.signum else "a signal on another rank"
+            raise TrainingInterrupted(f"training stopped by {name} at step {step}/{t.max_steps}; checkpoint "
+                                      f"{saved or ckpt_dir} saved: continue with `scratchlm train -c "
+                                      f"{cfg.path or 'CONFIG'} --resume`", stop.signum or signal.SIGTERM)
+        if eval_due(step, t):
+            evaluate(step)
             window_start = time.perf_counter()  # evaluation time is not training throughput
     batches.close()
     progress.close()
@@ -235,6 +307,50 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         summary["best_checkpoint"] = str(best) if best else None
         write_json(out / "summary.json", summary)
     return summary
+
+
+def eval_due(step: int, t) -> bool:
+    return step % t.eval_every == 0 or step == t.max_steps
+
+
+def _own_checkpoint(path: Path, ckpt_dir: Path, config: Path | None, train_id: str | None) -> Path:
+    """--resume-from names one of this run's checkpoints: another run's optimizer state, data position and
+    schedule belong to another config, so resuming one here would record it under the wrong artifact ID."""
+    if not path.is_dir():
+        raise UserError(f"--resume-from {path}: no such checkpoint directory")
+    if path.resolve().parent != ckpt_dir.resolve():
+        raise UserError(f"--resume-from {path} is not a checkpoint of this run (train id {train_id}, checkpoints in "
+                        f"{ckpt_dir}); resume another run with the config that trained it")
+    verify_checkpoint(path, config)
+    return path
+
+
+def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: Path, main: bool,
+                       explicit: bool) -> dict | None:
+    """Weights into `raw` and the training state of the first candidate that loads, newest first; each one
+    skipped is said, with why (an `explicit` one is not skipped: its error is the answer). None when there is
+    no checkpoint at all: the run starts over."""
+    say = log if main else (lambda _: None)
+    if not candidates:
+        say(f"train: --resume: no checkpoint in {ckpt_dir} yet (the run stopped before its first); "
+            f"starting from step 0")
+        return None
+    problems = []
+    for path in candidates:
+        try:
+            check_checkpoint(path)
+            load_model_weights(raw, path)
+            state = load_training_state(path)
+        except UserError as e:
+            if explicit:
+                raise
+            problems.append(f"{path.name}: {e}")
+            say(f"train: skipped checkpoint {path.name}: {e}")
+            continue
+        say(f"train: resumed from {path} (step {state['step']})")
+        return state
+    raise UserError(f"--resume: no checkpoint in {ckpt_dir} can be loaded (newest {problems[0]}); "
+                    f"run without --resume to start over")
 
 
 def step_line(step: int, max_steps: int, row: dict, seconds_per_step: float) -> str:
@@ -260,13 +376,26 @@ def clip_gradients(model: torch.nn.Module, max_norm: float, fsdp: bool = False) 
     return norm
 
 
-def _truncate_metrics(path: Path, step: int) -> None:
-    """Drop rows logged after the checkpoint we resume from: they will be produced again."""
-    if not path.exists():
-        return
-    keep = [line for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip() and json.loads(line)["step"] <= step] if step else []
-    path.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
+def _discard_after(out: Path, step: int) -> list[dict]:
+    """Drop what the run wrote after the checkpoint we resume from (it will be produced again, and the
+    dashboard must not show a future that did not happen); returns the metrics rows kept."""
+    for sample in (out / "samples").glob("step_*"):  # generations (.json) and their diffs (.diff)
+        if sample.stem[len("step_"):].isdigit() and int(sample.stem[len("step_"):]) > step:
+            sample.unlink()
+    if not step:
+        shutil.rmtree(out / "tensorboard", ignore_errors=True)  # purge_step cannot express "everything"
+    return _truncate_metrics(out / "metrics.jsonl", step)
+
+
+def _truncate_metrics(path: Path, step: int) -> list[dict]:
+    """Drop rows logged after `step`, and a last line a kill tore in half; returns the rows kept."""
+    rows, torn = row_lines(path)
+    if torn is not None and step:
+        log(f"train: dropped the torn last line of {path} (the run was killed while writing it): {torn[:60]}")
+    keep = [(line, row) for line, row in rows if row["step"] <= step]
+    if path.exists():
+        atomic_write_text(path, "".join(line + "\n" for line, _ in keep))
+    return [row for _, row in keep]
 
 
 def _halt(out: Path | None, step: int, loss: float, grad_norm: float, diagnosis: dict) -> None:
