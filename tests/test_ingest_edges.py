@@ -205,7 +205,7 @@ def test_disk_full_in_a_step_is_one_line_and_leaves_no_temp_directory(tmp_path, 
     cfg = _config(tmp_path, {"s": "in.jsonl"})
     monkeypatch.setattr(ShardWriter, "write", full)
     with pytest.raises(UserError, match=r"disk full while writing .*data/cache/read/\..*\.tmp\d+: .* free on that "
-                                        r"filesystem; this step wants about [\d,]+ bytes more"):
+                                        r"filesystem, about [\d.,]+ MiB needed \(the size of its input\)"):
         _prepare(cfg)
     assert not [p for p in (cfg.workdir / "data" / "cache").rglob("*") if ".tmp" in p.name]
 

@@ -2,6 +2,7 @@
 import errno
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -180,7 +181,8 @@ def test_disk_full_is_one_line_with_the_free_space(tmp_path, config, capsys, mon
     monkeypatch.setattr(stages, "stage_data", _raises(OSError(errno.ENOSPC, "No space left on device", str(path))))
     assert main(["data", "prepare", "-c", str(config)]) == 1
     line = _error_line(capsys)
-    assert line.startswith(f"error: disk full while writing {path} (") and line.endswith(" free on that filesystem)")
+    assert re.fullmatch(f"error: disk full while writing {re.escape(str(path))}: [\\d.,]+ [MG]iB free on that filesystem",
+                        line)
     monkeypatch.setattr(stages, "stage_data", _raises(OSError(errno.ENOSPC, "No space left on device")))
     assert main(["data", "prepare", "-c", str(config)]) == 1
     assert _error_line(capsys) == "error: disk full (no space left on device)"

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -269,30 +267,15 @@ def _workdir_lock(args: argparse.Namespace, argv: list[str] | None) -> contextli
     command = shlex.join(["scratchlm", *(sys.argv[1:] if argv is None else argv)])
     return workdir_lock(*target, command, wait=args.wait)
 
-def _environment_error(e: OSError) -> str | None:
-    """One line for an OSError the machine caused (disk full, permissions), as the backstop for those the stages
-    do not turn into a UserError themselves; None for the others, which stay tracebacks: they are bugs."""
-    if e.errno == errno.ENOSPC:
-        if e.filename is None:
-            return "disk full (no space left on device)"
-        return f"disk full while writing {e.filename} ({_free_space(Path(e.filename))} free on that filesystem)"
-    denied = ("EACCES", "EPERM", "EROFS", "ENOTDIR", "EDQUOT")  # by name: Windows has no EDQUOT
-    if errno.errorcode.get(e.errno) in denied and e.filename is not None:
-        return f"{e.filename}: {e.strerror}"
-    return None
-
-def _free_space(path: Path) -> str:
-    nearest = next((p for p in (path, *path.parents) if os.path.isdir(p)), Path.cwd())  # the file may not exist yet
-    free = shutil.disk_usage(nearest).free
-    return f"{free / 2 ** 30:.1f} GiB" if free >= 2 ** 30 else f"{free / 2 ** 20:.1f} MiB"
-
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with _workdir_lock(args, argv):
             return dispatch(args)
     except OSError as e:
-        if (line := _environment_error(e)) is None:
+        from .disk import environment_error
+
+        if (line := environment_error(e)) is None:
             raise
         print(f"error: {line}", file=sys.stderr)
         return 1

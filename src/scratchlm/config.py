@@ -467,7 +467,7 @@ def validate(cfg: Config, where: str) -> None:
                + (f"; did you mean `{close[0]}`?" if close else f"; steps: {', '.join(PREPARE_STEPS)}"))
     check_overrides(d.quality, where)
     _check(m.mlp in ("swiglu", "gelu", "relu2"), where, f"`model.mlp` must be swiglu, gelu or relu2, got `{m.mlp}`")
-    _check(t.optimizer in ("adamw", "muon", "muonh"), where, f"`train.optimizer` must be adamw, muon or muonh")
+    _check(t.optimizer in ("adamw", "muon", "muonh"), where, f"`train.optimizer` must be adamw, muon or muonh, got `{t.optimizer}`")
     _check(t.schedule in ("cosine", "wsd", "constant"), where, "`train.schedule` must be cosine, wsd or constant")
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")
     _check(t.device in ("auto", "cpu", "cuda", "mps"), where, "`train.device` must be auto, cpu, cuda or mps")

@@ -36,6 +36,7 @@ import xxhash
 import zstandard
 
 from scratchlm.errors import UserError
+from scratchlm.pool import exit_with_parent
 
 HASH_SCHEME = "xxh3_64-words/poly-prefix-C=0x9E3779B97F4A7C15/splitmix64-length-salted/v1"
 INDEX_FORMAT = "scratchlm-contamination-index/1"
@@ -674,7 +675,8 @@ class ContaminationReport:
 _worker_index: ContaminationIndex | None = None
 
 
-def _init_worker(index: ContaminationIndex) -> None:
+def _init_worker(parent_pid: int, index: ContaminationIndex) -> None:
+    exit_with_parent(parent_pid)  # a parent killed with SIGKILL must not leave the pool waiting forever
     # Under fork the index arrives by copy-on-write memory, not pickling; under spawn it is pickled once per worker.
     global _worker_index
     _worker_index = index
@@ -783,7 +785,8 @@ def _scan_in_pool(
     import multiprocessing
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    pool = multiprocessing.get_context(method).Pool(workers, initializer=_init_worker, initargs=(index,))
+    pool = multiprocessing.get_context(method).Pool(workers, initializer=_init_worker,
+                                                initargs=(os.getpid(), index))
     try:
         pending: deque = deque()
         for chunk in chunks:

@@ -29,6 +29,7 @@ import numpy as np
 import zstandard
 
 from .. import __version__
+from .. import disk
 from ..errors import UserError
 from ..ids import content_id, read_json, write_json
 from ..pool import spawn_pool
@@ -52,19 +53,9 @@ def text_size(text: str) -> tuple[int, int]:
     return len(text), len(text.encode("utf-8", "surrogatepass"))
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:,.0f} MB" if n >= 1e6 else f"{n:,} bytes"
-
-
 def disk_full(path: Path, needed: int | None = None) -> UserError:
-    """ENOSPC as one line: what was being written, what is left there and, when known, about what it wanted."""
-    where = Path(path)
-    while not where.exists() and where != where.parent:
-        where = where.parent
-    free = shutil.disk_usage(where).free
-    wanted = f"; this step wants about {_mb(needed)} more for it (the size of its input)" if needed else ""
-    return UserError(f"disk full while writing {path}: {_mb(free)} free on that filesystem{wanted}; free some "
-                     "space or point run.workdir at a larger disk, then run again (finished steps are kept)")
+    return UserError(f"{disk.disk_full(path, needed, 'the size of its input')}; free some space or point "
+                     "run.workdir at a larger disk, then run again (finished steps are kept)")
 
 
 _TEMP_NAME = re.compile(r"^\..+\.tmp(\d+)(\.npy)?$")  # what temp_beside and the global steps name their temps

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..config import Config, SourceConfig
 from ..ids import DigestCache, content_id, file_safe, input_gone
-from .readers import file_format, source_files, wide_encoding
+from .readers import file_format, source_files
+from .text_encoding import wide_encoding
 
 MAX_FILES_PER_UNIT = 2000  # keeps a unit's description (and the task sent to a worker) small
 _SCAN_BLOCK = 1 << 22

@@ -29,7 +29,7 @@ def _sample_source(cfg: Config, src) -> tuple[list[str], int, int]:
     texts, chars, read_bytes = [], 0, 0
     for f in files:
         one = dataclasses.replace(src, path=str(f))
-        texts += [d["text"] for d in iter_source(one, cfg.base_dir) if isinstance(d, dict)]
+        texts += [d["text"] for d in iter_source(one, cfg.base_dir, cfg.data.max_chars) if isinstance(d, dict)]
         read_bytes += f.stat().st_size
         chars = sum(map(len, texts))
         if chars >= SAMPLE_CHARS:

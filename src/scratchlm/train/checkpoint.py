@@ -20,6 +20,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from ..disk import free_bytes, size_text
 from ..errors import UserError
 from ..ids import file_digest, read_json, write_json
 from ..progress import log
@@ -126,12 +127,11 @@ def _tensor_bytes(obj) -> int:
 
 def _write_failure(final: Path, error: BaseException, needed: int) -> str:
     """A failed save is most often a full disk: say how full, against what the checkpoint needs."""
-    free = shutil.disk_usage(final.parent).free
     reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
     previous = list_checkpoints(final.parent)
     kept = f"; {previous[-1].name} is untouched" if previous else ""
-    return (f"could not write checkpoint {final} ({reason}): {free / 2 ** 20:,.1f} MiB free on its disk, about "
-            f"{needed / 2 ** 20:,.1f} MiB needed{kept}; free some space, then resume with --resume")
+    return (f"could not write checkpoint {final} ({reason}): {size_text(free_bytes(final.parent))} free on its "
+            f"disk, about {size_text(needed)} needed{kept}; free some space, then resume with --resume")
 
 
 def _read_best(directory: Path) -> dict | None:
