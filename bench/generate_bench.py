@@ -21,7 +21,7 @@ from scratchlm.config import ModelConfig
 from scratchlm.export.hf import export_hf
 from scratchlm.model import GPT
 from scratchlm.model.generate import generate
-from scratchlm.tokenizer.bpe import train_bpe
+from scratchlm.tokenizer.bpe import prompt_ids, train_bpe
 from scratchlm.train.checkpoint import load_model, save_checkpoint
 
 
@@ -59,7 +59,7 @@ def main() -> None:
         ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint(tmp)
         model, tok, _ = load_model(ckpt)
         model.eval()
-        prompt = [tok.token_to_id("<|bos|>"), *tok.encode("def fibonacci(n):\n    ").ids]
+        prompt = prompt_ids(tok, "def fibonacci(n):\n    ")
 
         def ours(cache: bool):
             return lambda n: len(list(generate(model, prompt, n, temperature=0.8, top_k=50, seed=0,

@@ -4,7 +4,7 @@
 
 Text: the quickstart's built-in corpus (stdlib code capped at 4 MB, pydoc topics, package descriptions),
 tokenized with a 4096-token BPE trained on it (the quickstart's vocabulary). Every variant produces the same
-thing, one flat id array per batch/chunk with a bos before each document, and the outputs are checked equal.
+thing, one flat id array per batch/chunk with each document between bos and eos, and the outputs are checked equal.
 
 - `encode_batch, rayon`: one process, Tokenizer.encode_batch with TOKENIZERS_PARALLELISM=true, i.e. rayon
   threads over all cores (the library's own parallelism; the fair baseline on a multi-core machine);
@@ -36,7 +36,7 @@ import numpy as np
 from scratchlm.data.builtin import build_builtin_corpus
 from scratchlm.data.jsonl import ShardWriter, read_jsonl
 from scratchlm.quickstart import CODE_CHARS
-from scratchlm.tokenizer.bpe import BOS, load_tokenizer, save_tokenizer, train_bpe
+from scratchlm.tokenizer.bpe import document_wrap_ids, load_tokenizer, save_tokenizer, train_bpe
 from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
 from scratchlm.tokenizer.shards import SourceShardWriter, dtype_for_vocab
 from scratchlm.tokenizer.stage import encode_stream
@@ -44,12 +44,12 @@ from scratchlm.tokenizer.stage import encode_stream
 BATCH = 512
 
 
-def baseline(tok, texts: list[str], bos: int, dtype, fast: bool) -> list[np.ndarray]:
+def baseline(tok, texts: list[str], wrap: tuple[int, int], dtype, fast: bool) -> list[np.ndarray]:
     encode_batch = tok.encode_batch_fast if fast else tok.encode_batch
     out = []
     for i in range(0, len(texts), BATCH):
         encoded = encode_batch(texts[i:i + BATCH], add_special_tokens=False)
-        out.append(np.concatenate([np.asarray([bos, *e.ids], dtype=dtype) for e in encoded]))
+        out.append(np.concatenate([np.asarray([wrap[0], *e.ids, wrap[1]], dtype=dtype) for e in encoded]))
     return out
 
 
@@ -72,7 +72,7 @@ def cpu_of(encoder: ParallelEncoder | None) -> float:
 
 def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
     tok = load_tokenizer(tok_path)
-    bos, dtype = tok.token_to_id(BOS), dtype_for_vocab(tok.get_vocab_size())
+    wrap, dtype = document_wrap_ids(tok), dtype_for_vocab(tok.get_vocab_size())
     reference = None
     times: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}  # CPU seconds of every process involved: shows how the work divides
@@ -80,14 +80,14 @@ def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
     encoders = {}
     for workers in (1, 2):
         enc, startup[f"ours, {workers} workers"] = timed(
-            lambda: _warm(ParallelEncoder(tok_path, dtype, bos, workers=workers, force_pool=True)))
+            lambda: _warm(ParallelEncoder(tok_path, dtype, wrap, workers=workers, force_pool=True)))
         encoders[f"ours, {workers} workers"] = enc
     for _ in range(repeats):  # interleaved, so a noisy neighbour hurts every variant alike
         for fast, mode in ((False, "true"), (False, "false"), (True, "true"), (True, "false")):
             os.environ["TOKENIZERS_PARALLELISM"] = mode
             name = f"encode_batch{'_fast' if fast else ''}, {'rayon' if mode == 'true' else '1 thread'}"
             c0 = cpu_of(None)
-            out, dt = timed(lambda: baseline(tok, texts, bos, dtype, fast))
+            out, dt = timed(lambda: baseline(tok, texts, wrap, dtype, fast))
             times.setdefault(name, []).append(dt)
             cpu.setdefault(name, []).append(cpu_of(None) - c0)
             flat = np.concatenate(out)
@@ -145,7 +145,7 @@ def rss_child(corpus: Path, tok_path: Path, workers: int) -> None:
     sampler = RssSampler()
     sampler.start()
     t0 = time.perf_counter()
-    with ParallelEncoder(tok_path, dtype_for_vocab(tok.get_vocab_size()), tok.token_to_id(BOS), workers) as enc:
+    with ParallelEncoder(tok_path, dtype_for_vocab(tok.get_vocab_size()), document_wrap_ids(tok), workers) as enc:
         writer = SourceShardWriter(out, "bench", tok.get_vocab_size(), shard_tokens=1 << 22)
         tally = encode_stream(enc, writer, (d for f in sorted(corpus.glob("*.jsonl.zst")) for d in read_jsonl(f)),
                               0, "bench", np.zeros(tok.get_vocab_size(), dtype=np.int64))

@@ -1,5 +1,6 @@
 """Export: transformers reloads the model with the same logits; GGUF reads back within the quantization's
-tolerance; int8 saves and reloads; architectures we cannot map are refused with the reason."""
+tolerance; architectures we cannot map are refused with the reason. int8 and quantization choices:
+test_export_quant.py."""
 import numpy as np
 import pytest
 import torch
@@ -7,8 +8,9 @@ import torch
 from scratchlm.errors import UserError
 from scratchlm.export.gguf_export import export_gguf, permute_for_llama_cpp
 from scratchlm.export.hf import export_hf
-from scratchlm.export.int8 import export_int8, load_int8
 from scratchlm.export.mapping import gguf_name
+from scratchlm.sft.template import chat_ids as sft_chat_ids
+from scratchlm.tokenizer.bpe import BOS, END, EOS, prompt_ids, stop_ids
 from scratchlm.train.checkpoint import load_model, model_tensors
 from ship_fixtures import make_checkpoint
 
@@ -29,9 +31,16 @@ def test_hf_export_logits_match(tmp_path, arch):
         diff = (model(ids)[0] - hf(ids).logits).abs().max().item()
     assert diff < 1e-4
     text = "def add(a, b):\n    return a + b"
-    assert tok(text).input_ids == ours_tok.encode(text).ids
-    chat = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    assert tok(text).input_ids == prompt_ids(ours_tok, text)  # BOS first, as every training document
+    messages = [{"role": "user", "content": "hi"}]
+    chat = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     assert chat == "<|bos|><|user|>hi<|end|><|assistant|>"
+    chat_ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+    assert chat_ids == sft_chat_ids(ours_tok, messages, add_generation_prompt=True)[0]  # one BOS, not two
+    messages.append({"role": "assistant", "content": "hello"})  # a whole conversation, as SFT trains on it
+    assert tok.apply_chat_template(messages, tokenize=True, return_dict=False) == sft_chat_ids(ours_tok, messages)[0]
+    assert tuple(hf.generation_config.eos_token_id) == stop_ids(ours_tok)
+    assert ours_tok.encode(text).ids == prompt_ids(ours_tok, text)[1:]  # the training tokenizer adds nothing
 
 
 @pytest.mark.parametrize("overrides, needle", [({"logit_softcap": 15.0}, "logit_softcap"), ({"mlp": "gelu"}, "mlp")])
@@ -60,6 +69,12 @@ def test_gguf_reads_back_within_tolerance(tmp_path, quant, arch):
     model, tok, _ = load_model(ckpt)
     assert len(reader.fields["tokenizer.ggml.tokens"].data) == tok.get_vocab_size()
     assert bytes(reader.fields["tokenizer.ggml.model"].parts[-1]).decode() == "gpt2"
+    special = {key: int(reader.fields[f"tokenizer.ggml.{key}"].parts[-1][0])
+               for key in ("bos_token_id", "eos_token_id", "eot_token_id")}
+    assert special == {"bos_token_id": tok.token_to_id(BOS), "eos_token_id": tok.token_to_id(EOS),
+                       "eot_token_id": tok.token_to_id(END)}
+    assert {special["eos_token_id"], special["eot_token_id"]} <= set(stop_ids(tok))
+    assert bool(reader.fields["tokenizer.ggml.add_bos_token"].parts[-1][0])  # as the HF tokenizer and training
     tensors = {t.name: t for t in reader.tensors}
     expected = model_tensors(model)
     assert set(tensors) == {gguf_name(n) for n in expected}
@@ -86,15 +101,3 @@ def test_llama_cpp_permutation_is_the_converters():
     w = np.arange(8 * 2).reshape(8, 2)  # 2 heads of head_dim 4
     p = permute_for_llama_cpp(w, 2)
     assert p[:, 0].tolist() == [0, 4, 2, 6, 8, 12, 10, 14]
-
-
-def test_int8_export_saves_and_reloads(tmp_path):
-    ckpt = make_checkpoint(tmp_path / "ck")
-    out = export_int8(ckpt, tmp_path / "int8")
-    model, tok, meta = load_int8(out)
-    ref, _, _ = load_model(ckpt)
-    assert any("quantized" in type(m).__module__ for m in model.modules())
-    ids = torch.randint(0, ref.vocab_size, (1, 32), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        a, b = model(ids)[0], ref(ids)[0]
-    assert (a - b).abs().max() < 0.1 * b.abs().max()

@@ -1,6 +1,7 @@
 """A micro model trained in the test goes through the whole ship path: full evaluation (HumanEval included,
 even at 0), a rating sheet scored through stdin, the refusal to fine-tune an unevaluated base, SFT, chat,
-export to transformers with matching logits. Bad input (a foreign tokenizer) is refused."""
+export to transformers with matching logits; an int8 export evaluated like its checkpoint. Bad input (a foreign
+tokenizer) is refused."""
 import io
 import json
 import subprocess
@@ -101,6 +102,17 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     ids = torch.randint(0, model.vocab_size, (1, 40), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         assert (model(ids)[0] - hf(ids).logits).abs().max().item() < 1e-4
+
+
+def test_int8_export_evaluates_like_its_checkpoint(run, tmp_path):
+    base = list_checkpoints(plan_artifacts(run)["train"].dir / "checkpoints")[-1]
+    int8 = tmp_path / "int8"
+    assert main(["export", "--checkpoint", str(base), "--quantize", "int8", "--out", str(int8)]) == 0
+    for checkpoint in (base, int8):
+        if not (evals_dir(checkpoint) / "eval.json").exists():
+            assert main(["eval", "-c", str(run.path), "--checkpoint", str(checkpoint)]) == 0
+    ours, theirs = (read_json(evals_dir(c) / "eval.json")["val_loss"] for c in (int8, base))
+    assert abs(ours - theirs) < 0.02 * theirs
 
 
 def test_checkpoint_with_another_tokenizer_is_refused(run, tmp_path, monkeypatch, capsys):

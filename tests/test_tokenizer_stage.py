@@ -9,7 +9,8 @@ from scratchlm.errors import UserError
 from scratchlm.ids import read_json, write_json
 from scratchlm.pipeline import plan_artifacts
 from scratchlm.stages import stage_training_inputs
-from scratchlm.tokenizer.bpe import BOS, EOS, PAD, load_tokenizer, save_tokenizer, train_bpe
+from scratchlm.tokenizer.bpe import (BOS, DOC_SPECIALS, EOS, PAD, document_wrap_ids, load_tokenizer, save_tokenizer,
+                                     shard_tokens, train_bpe)
 from scratchlm.tokenizer.fertility import verdicts
 from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
 from scratchlm.tokenizer.report_section import tokenizer_section
@@ -166,14 +167,35 @@ def test_parallel_encoding_equals_sequential(tmp_path):
     tok = train_bpe([EN, DE, "x = [1, 2, 3]\n"] * 20, vocab_size=300, min_frequency=1)
     save_tokenizer(tok, tmp_path)
     texts = [(EN * (i % 7)) + DE[: i % 50] for i in range(300)]
-    expected = [[0, *tok.encode(t, add_special_tokens=False).ids] for t in texts]
+    expected = [[0, *tok.encode(t, add_special_tokens=False).ids, 1] for t in texts]
     for workers in (1, 2):
-        with ParallelEncoder(tmp_path / "tokenizer.json", np.uint16, bos=0, workers=workers) as enc:
+        with ParallelEncoder(tmp_path / "tokenizer.json", np.uint16, (0, 1), workers=workers) as enc:
             got = [(t, n) for t, n in enc.encode(chunked(texts, max_chars=2000))]
         flat = np.concatenate([t for t, _ in got])
         lengths = np.concatenate([n for _, n in got])
         assert lengths.tolist() == [len(e) for e in expected]
         assert flat.tolist() == [i for e in expected for i in e]
+
+
+def test_every_document_in_the_shards_opens_with_bos_and_closes_with_eos(run):
+    cfg, art = run
+    summary = read_json(art["shards"].dir / "shards.json")
+    tok = load_tokenizer(art["tokenizer"].dir / "tokenizer.json")
+    opening, closing = document_wrap_ids(tok)
+    assert (opening, closing) == (tok.token_to_id(BOS), tok.token_to_id(EOS))
+    files = [("train", f) for name, info in summary["train"].items() for f in info["files"]]
+    files += [("val", info["files"][0]) for info in summary["val"].values()]
+    for split, name in files:
+        shard = TokenShard(art["shards"].dir / split / name)
+        starts = shard.docs[:, 0]
+        ends = np.append(starts[1:], len(shard))
+        assert (shard.tokens[starts] == opening).all() and (shard.tokens[ends - 1] == closing).all(), name
+        inner = np.ones(len(shard), dtype=bool)
+        inner[starts], inner[ends - 1] = False, False
+        assert not np.isin(shard.tokens[inner], [opening, closing]).any(), name  # only at the ends
+    texts = [d["text"] for d in read_jsonl(art["data"].dir / "val" / "code.jsonl")]
+    assert summary["val"]["code"]["tokens"] == shard_tokens(tok, texts)  # the estimates' count is the shards'
+    assert shard_tokens(tok, ["", ""]) == 2 * DOC_SPECIALS
 
 
 def test_shards_split_load_memory_mapped_and_train_loader_reads_them(run):
@@ -188,7 +210,7 @@ def test_shards_split_load_memory_mapped_and_train_loader_reads_them(run):
     assert all(isinstance(s.tokens, np.memmap) for s in shards)
     first = next(read_jsonl(art["data"].dir / "train" / read_json(art["data"].dir / "stats.json")
                             ["train_files"]["web"][0]))
-    want = [tok.token_to_id(BOS), *tok.encode(first["text"], add_special_tokens=False).ids]
+    want = [tok.token_to_id(BOS), *tok.encode(first["text"], add_special_tokens=False).ids, tok.token_to_id(EOS)]
     assert shards[0].tokens[:len(want)].tolist() == want
     assert sum(len(s.docs) for s in shards) == web["docs"]
     per_domain = summary["tokens_per_domain"]

@@ -120,11 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetition-penalty", type=float, default=1.1)
     p.add_argument("--seed", type=int, default=None)
 
-    p = sub.add_parser("export", help="export a checkpoint: transformers (hf), llama.cpp (gguf), int8 PyTorch")
+    p = sub.add_parser("export", help="export a checkpoint: transformers (hf), llama.cpp (gguf), int8 checkpoint")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--format", choices=("hf", "gguf"), default=None)
-    p.add_argument("--quant", choices=("f16", "q8_0", "q4_0"), default="f16", help="GGUF tensor type")
-    p.add_argument("--quantize", choices=("int8",), default=None, help="int8: dynamic-quantized PyTorch model")
+    # No argparse choices for the two below: a K-quant name gets the way to make one, not "invalid choice".
+    p.add_argument("--quant", default="f16", help="GGUF tensor type: f16, q8_0 or q4_0")
+    p.add_argument("--quantize", default=None,
+                   help="int8: a checkpoint with int8 weights, a quarter of the size, for generate/chat/eval")
     p.add_argument("--out", required=True, help="output directory (or .gguf file)")
 
     p = sub.add_parser("report", help="write report.md, report.json and dashboard.html; or, given RUN_DIR, "

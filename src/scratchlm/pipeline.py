@@ -57,6 +57,7 @@ def _section(cfg: Config, name: str) -> dict:
 def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
     from .data.decontaminate import eval_set_inputs
     from .data.readers import source_files
+    from .tokenizer.bpe import DOCUMENT_WRAP
 
     work = cfg.workdir
     cache = DigestCache(work / ".digests.json")
@@ -77,7 +78,9 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
     make("data", [], sources, data_cfg)
     make("decontaminate", ["data"], _section(cfg, "decontaminate"), eval_sets)
     make("tokenizer", ["decontaminate"], _section(cfg, "tokenizer"))
-    make("shards", ["decontaminate", "tokenizer"], _section(cfg, "shards"))
+    # How a document is wrapped is part of what the shards are: hashing it makes a workdir tokenized under an
+    # older convention (BOS-only documents) re-encode, instead of training on shards that never show an EOS.
+    make("shards", ["decontaminate", "tokenizer"], _section(cfg, "shards"), {"document": DOCUMENT_WRAP})
     make("train", ["shards", "tokenizer"], _section(cfg, "model"), _section(cfg, "train"), cfg.eval.prompts)
     make("eval", ["train", "shards"], _section(cfg, "eval"))
     make("report", ["eval", "train", "shards", "tokenizer", "data"])

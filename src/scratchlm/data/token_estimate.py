@@ -15,7 +15,7 @@ TOO_SMALL = 5  # below this many tokens per parameter the model mostly memorizes
 
 def measure_ratio(samples: dict[str, list[str]], vocab_size: int) -> dict:
     """samples: source -> sampled document texts. Returns the ratio per source and how it was measured."""
-    from ..tokenizer.bpe import train_bpe
+    from ..tokenizer.bpe import shard_tokens, train_bpe
 
     train = [t for texts in samples.values() for t in texts[0::2]]
     total_chars = sum(len(t) for texts in samples.values() for t in texts)
@@ -26,7 +26,7 @@ def measure_ratio(samples: dict[str, list[str]], vocab_size: int) -> dict:
     for source, texts in samples.items():
         held_out = texts[1::2] or texts[0::2]  # a one-document source is measured on what trained the BPE
         chars = sum(len(t) for t in held_out)
-        tokens = sum(len(e.ids) for e in tok.encode_batch(held_out, add_special_tokens=False))
+        tokens = shard_tokens(tok, held_out)  # counted as the shards will: BOS and EOS included
         ratio[source] = tokens / chars if chars else 0.0
     return {"method": f"byte-level BPE (vocab {tok.get_vocab_size()}) trained on half of the sample, "
                       "tokens/char measured per source on the other half",

@@ -6,7 +6,7 @@ from pathlib import Path
 from ..config import EvalConfig
 from ..data.jsonl import read_jsonl
 from ..model.generate import generate
-from ..tokenizer.bpe import BOS
+from ..tokenizer.bpe import prompt_ids, stop_ids
 
 DEFAULT_PROMPT_CHARS = 60
 
@@ -24,13 +24,12 @@ def default_prompts(data_dir: Path) -> list[str]:
 
 
 def generate_samples(model, tokenizer, prompts: list[str], cfg: EvalConfig, seed: int) -> list[dict]:
-    bos = tokenizer.token_to_id(BOS)
+    stops = stop_ids(tokenizer)
     was_training = model.training
     out = []
     for i, prompt in enumerate(prompts):
-        ids = [bos, *tokenizer.encode(prompt, add_special_tokens=False).ids]
-        new = list(generate(model, ids, cfg.max_new_tokens, temperature=cfg.temperature, top_k=cfg.top_k,
-                            seed=seed + i, eos_id=bos))
+        new = list(generate(model, prompt_ids(tokenizer, prompt), cfg.max_new_tokens, temperature=cfg.temperature,
+                            top_k=cfg.top_k, seed=seed + i, stop_ids=stops))
         out.append({"prompt": prompt, "completion": tokenizer.decode(new, skip_special_tokens=True)})
     model.train(was_training)
     return out

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..ids import content_id, file_digest, read_json
-from ..train.checkpoint import verify_checkpoint
+from ..train.checkpoint import verify_checkpoint, weights_file
 
 EVAL_FILE = "eval.json"
 
 
 def checkpoint_id(checkpoint: Path) -> str:
-    return content_id("checkpoint", verify_checkpoint(checkpoint)["checksums"]["model.safetensors"])
+    meta = verify_checkpoint(checkpoint)
+    return content_id("checkpoint", meta["checksums"][weights_file(meta)])
 
 
 def evals_dir(checkpoint: Path) -> Path:

@@ -15,7 +15,7 @@ import torch
 from ..config import Config, TaskConfig
 from ..errors import UserError
 from ..userjsonl import numbered_json_lines
-from ..tokenizer.bpe import BOS
+from ..tokenizer.bpe import prompt_ids
 from .complete import complete_text
 
 
@@ -46,7 +46,7 @@ def read_task(path: Path, kind: str) -> list[dict]:
 def continuation_logprob(model, tokenizer, prompt: str, continuation: str) -> float:
     """Sum of log p(continuation tokens | prompt), context cut from the left to the model's seq_len."""
     device = model.tok_emb.weight.device
-    ctx = [tokenizer.token_to_id(BOS), *tokenizer.encode(prompt, add_special_tokens=False).ids]
+    ctx = prompt_ids(tokenizer, prompt)  # the start of a document, as in training; the continuation has no EOS
     cont = tokenizer.encode(continuation, add_special_tokens=False).ids
     if not cont:
         return 0.0

@@ -8,22 +8,26 @@ and tensor names follow what llama.cpp's convert_hf_to_gguf.py writes for those 
   split regex, which is our GPT-4-style pattern with digit groups of at most three).
 - 1-D tensors (norms) stay F32, as llama.cpp expects; a 2-D tensor whose rows are not a multiple of the
   32-element quantization block falls back to F16.
+- K-quants (q4_K, q5_K, q6_K...): gguf-py can read them but not write them (its quantize raises
+  NotImplementedError), so they are refused with the way to get them: llama.cpp's llama-quantize on the f16 file.
 Checked here by reading the file back with gguf.GGUFReader; not run through llama.cpp itself in the tests.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UserError
-from ..sft.template import END, JINJA_TEMPLATE
-from ..tokenizer.bpe import BOS, EOS, PAD, SPECIAL_TOKENS
+from ..sft.template import JINJA_TEMPLATE
+from ..tokenizer.bpe import BOS, END, EOS, PAD, SPECIAL_TOKENS
 from ..train.checkpoint import load_model, model_tensors
 from .mapping import check_exportable, gguf_name, intermediate_size, norm_eps
 
 QUANTS = ("f16", "q8_0", "q4_0")
+K_QUANT = re.compile(r"q[2-6]_k(_[sml])?", re.IGNORECASE)  # llama-quantize's names: Q4_K, Q4_K_M, Q6_K...
 
 
 def permute_for_llama_cpp(w: np.ndarray, n_head: int) -> np.ndarray:
@@ -57,7 +61,7 @@ def tokenizer_vocab(tokenizer) -> tuple[list[str], list[int], list[str]]:
     return tokens, types, merges
 
 
-def qtype_for(name: str, w: np.ndarray, quant: str):
+def qtype_for(name: str, w: np.ndarray, quant: str, tied: bool):
     import gguf
 
     Q = gguf.GGMLQuantizationType
@@ -65,7 +69,24 @@ def qtype_for(name: str, w: np.ndarray, quant: str):
         return Q.F32
     if quant == "f16" or w.shape[-1] % 32:
         return Q.F16
+    if quant == "q4_0" and name == ("token_embd.weight" if tied else "output.weight"):
+        # The output layer (a tied token_embd is it) decides every logit: llama.cpp's own quantizer gives it Q6_K
+        # in a q4_0 file (Q8_0 when rows are not a multiple of 256). gguf-py cannot write Q6_K, so Q8_0: a few
+        # hundred KB more for the agreement with f16 in docs/benchmarks.md (Quantized exports).
+        return Q.Q8_0
     return Q.Q8_0 if quant == "q8_0" else Q.Q4_0
+
+
+def refuse_k_quant(quant: str, flag: str) -> None:
+    if K_QUANT.fullmatch(quant):
+        raise UserError(f"{flag} {quant}: gguf-py cannot write K-quants; export --format gguf --quant f16, then run "
+                        f"llama.cpp's `llama-quantize model-f16.gguf model-{quant}.gguf {quant.upper()}`")
+
+
+def check_quant(quant: str) -> None:
+    refuse_k_quant(quant, "--quant")
+    if quant not in QUANTS:
+        raise UserError(f"--quant must be one of {', '.join(QUANTS)}, got {quant}")
 
 
 def export_gguf(checkpoint: Path, out: Path, quant: str = "f16") -> Path:
@@ -73,8 +94,7 @@ def export_gguf(checkpoint: Path, out: Path, quant: str = "f16") -> Path:
         import gguf
     except ImportError:
         raise UserError("GGUF export needs the `gguf` package (pip install gguf)") from None
-    if quant not in QUANTS:
-        raise UserError(f"--quant must be one of {', '.join(QUANTS)}, got {quant}")
+    check_quant(quant)
     model, tokenizer, meta = load_model(checkpoint)
     arch = check_exportable(model.cfg, "gguf")
     c = model.cfg
@@ -105,13 +125,15 @@ def export_gguf(checkpoint: Path, out: Path, quant: str = "f16") -> Path:
     w.add_token_types(types)
     w.add_token_merges(merges)
     w.add_bos_token_id(tokenizer.token_to_id(BOS))
+    # llama.cpp stops on eos (closes every training document) and eot (closes a chat turn): bpe.STOP_TOKENS but
+    # BOS, which only checkpoints trained before documents had an EOS end with.
     w.add_eos_token_id(tokenizer.token_to_id(EOS))
     w.add_eot_token_id(tokenizer.token_to_id(END))
     w.add_pad_token_id(tokenizer.token_to_id(PAD))
     w.add_add_bos_token(True)
     w.add_chat_template(JINJA_TEMPLATE)
     for name, arr in gguf_tensors(model, arch).items():
-        qtype = qtype_for(name, arr, quant)
+        qtype = qtype_for(name, arr, quant, c.tie_embeddings)
         if qtype == gguf.GGMLQuantizationType.F32:
             w.add_tensor(name, arr.astype(np.float32))
         elif qtype == gguf.GGMLQuantizationType.F16:

@@ -3,17 +3,17 @@
 config.json (LlamaForCausalLM, or Qwen3ForCausalLM when the model has qk_norm), model.safetensors with
 transformers' parameter names, tokenizer.json plus tokenizer_config.json (special tokens and the chat template),
 generation_config.json. No transformers import: writing the files needs only what scratchlm already has.
+The export behaves like `scratchlm generate`: its tokenizer puts BOS before a text (every training document
+starts with it) and generation stops on the same tokens (bpe.stop_ids; EOS closes every training document).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from safetensors.torch import save_file
-
-from ..tokenizer.bpe import BOS, EOS, PAD, SPECIAL_TOKENS
-from ..train.checkpoint import load_model, model_tensors
-from ..sft.template import END, JINJA_TEMPLATE
+from ..tokenizer.bpe import BOS, DOCUMENT_WRAP, EOS, PAD, SPECIAL_TOKENS, stop_ids
+from ..train.checkpoint import load_model, model_tensors, save_tensors
+from ..sft.template import JINJA_TEMPLATE
 from .mapping import check_exportable, hf_name, intermediate_size, norm_eps
 
 ARCH = {"llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM"}
@@ -37,23 +37,38 @@ def hf_config(model, arch: str, tokenizer) -> dict:
     return cfg
 
 
+def bos_adding(tokenizer):
+    """A copy of the tokenizer whose encode puts BOS first, as training did, so `tok(prompt)` in transformers gives
+    the ids `scratchlm generate` feeds the model. Only the exported copy: scratchlm's own encode calls add BOS and
+    EOS themselves (bpe.prompt_ids, bpe.DOCUMENT_WRAP). apply_chat_template encodes with add_special_tokens=False,
+    so the BOS its template starts with is not doubled."""
+    from tokenizers import Tokenizer, processors
+
+    opening = DOCUMENT_WRAP[0]
+    tok = Tokenizer.from_str(tokenizer.to_str())
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{opening}:0 $A:0", pair=f"{opening}:0 $A:0 {opening}:1 $B:1",
+        special_tokens=[(opening, tokenizer.token_to_id(opening))])
+    return tok
+
+
 def export_hf(checkpoint: Path, out: Path) -> Path:
     model, tokenizer, meta = load_model(checkpoint)
     arch = check_exportable(model.cfg, "hf")
     out.mkdir(parents=True, exist_ok=True)
     tensors = {hf_name(k): v for k, v in model_tensors(model).items()}
-    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    save_tensors(tensors, out / "model.safetensors", metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(hf_config(model, arch, tokenizer), indent=2) + "\n")
     (out / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": tokenizer.token_to_id(BOS),
-         "eos_token_id": [tokenizer.token_to_id(EOS), tokenizer.token_to_id(END)],
+         "eos_token_id": list(stop_ids(tokenizer)),
          "pad_token_id": tokenizer.token_to_id(PAD)}, indent=2) + "\n")
-    tokenizer.save(str(out / "tokenizer.json"))
+    bos_adding(tokenizer).save(str(out / "tokenizer.json"))
     (out / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,
          "additional_special_tokens": [t for t in SPECIAL_TOKENS if t not in (BOS, EOS, PAD)],
-         "add_bos_token": False, "clean_up_tokenization_spaces": False, "model_max_length": model.cfg.seq_len,
-         "chat_template": JINJA_TEMPLATE}, indent=2) + "\n")
+         "add_bos_token": True, "add_eos_token": False, "clean_up_tokenization_spaces": False,
+         "model_max_length": model.cfg.seq_len, "chat_template": JINJA_TEMPLATE}, indent=2) + "\n")
     (out / "scratchlm_meta.json").write_text(json.dumps(
         {"source_checkpoint": str(Path(checkpoint).resolve()), "step": meta["step"], "ids": meta.get("ids"),
          "architecture": ARCH[arch]}, indent=2) + "\n")

@@ -1,49 +1,64 @@
-"""`scratchlm export --quantize int8`: a PyTorch dynamic-quantized model for CPU inference.
+"""`scratchlm export --quantize int8`: the checkpoint's weights in int8, a quarter of the fp32 file.
 
-torch.ao.quantization.quantize_dynamic replaces every nn.Linear by an int8-weight version (activations are
-quantized on the fly); embeddings and norms stay fp32. The directory holds the quantized state dict, the
-checkpoint's meta.json and tokenizer.json; `load_int8(dir)` rebuilds the same modules and loads it.
+Weight-only and symmetric, one fp32 scale per row: w ~ q * scale with scale = max|row| / 127. A row is an output
+channel of a linear layer, or one token of the embedding (which a tied model also uses as its output layer), so
+an outlier coarsens only its own row. Norm weights stay fp32: a few KB.
+
+The directory is a checkpoint of its own kind: model.int8.safetensors, tokenizer.json, and a meta.json with the
+checksums of those two files and a `quantization` field naming the weights file. `scratchlm generate / chat / eval
+--checkpoint DIR` load it through train/checkpoint.py's load_model, which dequantizes it to fp32: the file is
+smaller, the model in memory and its speed are fp32's (docs/benchmarks.md, Quantized exports, has the
+figures and why int8 weights are not multiplied as they are).
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import torch
 
-from ..config import ModelConfig
-from ..errors import UserError
-from ..tokenizer.bpe import load_tokenizer
-from ..train.checkpoint import load_model
+from ..ids import file_digest, write_json
+from ..train.checkpoint import (load_model, model_tensors, read_tensors, save_tensors, set_model_tensors,
+                                weights_file)
 
-WEIGHTS = "model_int8.pt"
-
-
-def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
-    from torch.ao.quantization import quantize_dynamic
-
-    return quantize_dynamic(model.cpu().eval(), {torch.nn.Linear}, dtype=torch.qint8)
+WEIGHTS = "model.int8.safetensors"
+SCALE = ".scale"  # a matrix's scales sit next to it in the weights file, under its name plus this suffix
+SCHEME = "int8 weight-only, symmetric, one fp32 scale per output channel; norms fp32"
 
 
-def export_int8(checkpoint: Path, out: Path) -> Path:
-    model, _, _ = load_model(checkpoint)
-    qmodel = quantize_int8(model)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(qmodel.state_dict(), out / WEIGHTS)
-    for name in ("meta.json", "tokenizer.json"):
-        shutil.copy(Path(checkpoint) / name, out / name)
+def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    w = w.float()
+    amax = w.abs().amax(dim=1)
+    scale = torch.where(amax > 0, amax, 1.0) / 127  # an all-zero row stays zero instead of dividing by zero
+    return torch.round(w / scale[:, None]).to(torch.int8), scale
+
+
+def int8_tensors(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    out = {}
+    for name, t in tensors.items():
+        if t.dim() == 2:
+            out[name], out[name + SCALE] = quantize_rows(t)
+        else:
+            out[name] = t.float()
     return out
 
 
-def load_int8(directory: Path):
-    """(model, tokenizer, meta) of an int8 export; CPU only, like dynamic quantization itself."""
-    from ..model import GPT
+def dequantize(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: t.float() * stored[name + SCALE][:, None] if name + SCALE in stored else t
+            for name, t in stored.items() if not name.endswith(SCALE)}
 
-    directory = Path(directory)
-    if not (directory / WEIGHTS).exists():
-        raise UserError(f"{directory} is not an int8 export (no {WEIGHTS})")
-    meta = json.loads((directory / "meta.json").read_text())
-    model = quantize_int8(GPT(ModelConfig(**meta["config"]["model"]), meta["vocab_size"]))
-    model.load_state_dict(torch.load(directory / WEIGHTS, map_location="cpu", weights_only=False))
-    return model.eval(), load_tokenizer(directory / "tokenizer.json"), meta
+
+def export_int8(checkpoint: Path, out: Path) -> Path:
+    model, _, meta = load_model(checkpoint)
+    out.mkdir(parents=True, exist_ok=True)
+    save_tensors(int8_tensors(model_tensors(model)), out / WEIGHTS, metadata={"format": "pt", "quantization": "int8"})
+    shutil.copyfile(Path(checkpoint) / "tokenizer.json", out / "tokenizer.json")
+    checksums = {name: file_digest(out / name) for name in (WEIGHTS, "tokenizer.json")}
+    quantization = {"scheme": SCHEME, "weights": WEIGHTS, "source": str(Path(checkpoint).resolve())}
+    write_json(out / "meta.json", {**meta, "checksums": checksums, "quantization": quantization})
+    return out
+
+
+def load_int8_weights(model, path: Path, meta: dict) -> None:
+    """The export's weights into `model`, dequantized: what load_model does for an int8 directory."""
+    set_model_tensors(model, path, dequantize(read_tensors(Path(path) / weights_file(meta))))

@@ -1,7 +1,7 @@
 """Sampling: temperature, top-k, top-p and a repetition penalty, streaming one token at a time."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Collection, Iterator
 
 import torch
 
@@ -35,9 +35,10 @@ def sample_next(logits: torch.Tensor, history: torch.Tensor, temperature: float,
 
 @torch.no_grad()
 def generate(model, prompt_ids: list[int], max_new_tokens: int, *, temperature: float = 0.8, top_k: int = 50,
-             top_p: float = 1.0, repetition_penalty: float = 1.0, eos_id: int | None = None,
+             top_p: float = 1.0, repetition_penalty: float = 1.0, stop_ids: Collection[int] = (),
              use_cache: bool = True, seed: int | None = None) -> Iterator[int]:
-    """Yield new token ids one by one. The context slides when it reaches the model's seq_len."""
+    """Yield new token ids one by one, the last one a stop id if one was sampled (bpe.stop_ids). The context
+    slides when it reaches the model's seq_len."""
     model.eval()
     device = model.tok_emb.weight.device
     generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
@@ -60,5 +61,5 @@ def generate(model, prompt_ids: list[int], max_new_tokens: int, *, temperature: 
         tokens.append(nxt)
         pending = [nxt]
         yield nxt
-        if eos_id is not None and nxt == eos_id:
+        if nxt in stop_ids:
             return

@@ -8,7 +8,6 @@ half of the sample and measured on the other half. Every estimate states its sam
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from ..config import Config
 from ..data.readers import iter_source, source_files
 from ..ids import read_json
 from ..pipeline import Artifact
-from ..tokenizer.bpe import load_tokenizer, train_bpe
+from ..tokenizer.bpe import load_tokenizer, shard_tokens, train_bpe
 from ..tokenizer.shards import TokenShard
 
 SAMPLE_CHARS = 1_000_000  # per source; enough for a tokens/char ratio within a few percent
@@ -48,7 +47,7 @@ def _tokens_per_char(cfg: Config, art: dict[str, Artifact], texts: list[str]) ->
         how = (f"a BPE (vocab {cfg.tokenizer.vocab_size}) trained on {sum(map(len, train)):,} sampled chars "
                f"(fewer merges than the real one: an overestimate)")
     chars = sum(map(len, sample))
-    tokens = sum(len(e.ids) for e in tok.encode_batch(sample, add_special_tokens=False)) + len(sample)  # + BOS
+    tokens = shard_tokens(tok, sample)
     ratio = tokens / max(1, chars)
     return ratio, f"{ratio:.3f} tokens/char measured with {how} on {chars:,} chars"
 

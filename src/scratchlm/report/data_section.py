@@ -25,7 +25,7 @@ def _rules(st: dict) -> str:
 
 
 def real_ratios(data: dict, shards: dict | None) -> dict[str, float]:
-    """tokens/char per source from the tokenized training shards (BOS tokens included)."""
+    """tokens/char per source from the tokenized training shards (each document's BOS and EOS included)."""
     out = {}
     for name, s in data["sources"].items():
         tokens = ((shards or {}).get("train", {}).get(name) or {}).get("tokens")

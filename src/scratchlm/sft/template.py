@@ -5,16 +5,18 @@
 Content is encoded on its own and the markers are inserted as token IDs, so the template cannot depend on how
 a marker string happens to be split. The loss mask is 1 on assistant content and on the <|end|> closing it (so
 the model learns to stop), 0 everywhere else: the model is taught to answer, not to predict the user.
+A conversation has no closing <|eos|>, unlike a pretraining document: an answer ends at <|end|>, which every
+runtime stops on (bpe.STOP_TOKENS, the HF generation_config, the GGUF's end-of-turn token), and after an
+answer's <|end|> the model could not tell "conversation over" from "the user speaks next" anyway.
 """
 from __future__ import annotations
 
 from ..errors import UserError
-from ..tokenizer.bpe import BOS, CHAT_TOKENS
+from ..tokenizer.bpe import BOS, CHAT_TOKENS, END
 
 ROLES = ("system", "user", "assistant")
-END = "<|end|>"
 # The same template for transformers' tokenizer.apply_chat_template (written by the HF export).
-JINJA_TEMPLATE = ("<|bos|>{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+JINJA_TEMPLATE = (BOS + "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}" + END + "{% endfor %}"
                   "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 

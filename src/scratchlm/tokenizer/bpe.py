@@ -17,8 +17,17 @@ from ..errors import UserError
 from ..ids import content_id, write_json
 
 BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
-CHAT_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+END = "<|end|>"  # closes a chat turn
+CHAT_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", END]
 SPECIAL_TOKENS = [BOS, EOS, PAD, *CHAT_TOKENS]
+# Every document in the shards is <|bos|> text <|eos|>, Llama-style: BOS opens it, so a prompt that starts with
+# BOS reads like the start of a document; EOS closes it, so the model learns to emit the token that
+# transformers' generation_config and llama.cpp stop on. Shards, token counts and estimates all use this pair.
+DOCUMENT_WRAP = (BOS, EOS)
+DOC_SPECIALS = len(DOCUMENT_WRAP)  # tokens each document costs beyond its text
+# EOS ends a document, <|end|> a chat turn; BOS is what checkpoints trained before documents had an EOS emit
+# at a document's end, and it never belongs inside a continuation, so stopping on it costs nothing.
+STOP_TOKENS = (EOS, END, BOS)
 GPT4_SPLIT = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
               r"""|\s*[\r\n]|\s+(?!\S)|\s+""")
 
@@ -69,6 +78,27 @@ def load_tokenizer(path: Path) -> Tokenizer:
 
 def special_ids(tok: Tokenizer) -> dict[str, int]:
     return {t: tok.token_to_id(t) for t in SPECIAL_TOKENS}
+
+
+def document_wrap_ids(tok: Tokenizer) -> tuple[int, int]:
+    """(id put before, id put after) each document in the shards."""
+    opening, closing = (tok.token_to_id(t) for t in DOCUMENT_WRAP)
+    return opening, closing
+
+
+def prompt_ids(tok: Tokenizer, text: str) -> list[int]:
+    """A prompt as the start of a training document: BOS, then the text (never the closing EOS)."""
+    return [tok.token_to_id(DOCUMENT_WRAP[0]), *tok.encode(text, add_special_tokens=False).ids]
+
+
+def shard_tokens(tok: Tokenizer, texts: list[str]) -> int:
+    """Tokens `texts` take in the shards: each document's text plus its DOC_SPECIALS."""
+    return sum(len(e.ids) + DOC_SPECIALS for e in tok.encode_batch(texts, add_special_tokens=False))
+
+
+def stop_ids(tok: Tokenizer) -> tuple[int, ...]:
+    """Token ids that end a generation, in scratchlm and in the exports' metadata alike; EOS first."""
+    return tuple(i for i in (tok.token_to_id(t) for t in STOP_TOKENS) if i is not None)
 
 
 def save_tokenizer(tok: Tokenizer, directory: Path) -> Path:

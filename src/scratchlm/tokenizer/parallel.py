@@ -30,32 +30,33 @@ CHUNK_DOCS = 4096
 _worker: dict = {}
 
 
-def _load(tokenizer_path: str, bos: int | None, dtype: str) -> None:
+def _load(tokenizer_path: str, wrap: tuple[int, int] | None, dtype: str) -> None:
     from tokenizers import Tokenizer
 
-    _worker.update(tok=Tokenizer.from_file(tokenizer_path), bos=bos, dtype=np.dtype(dtype))
+    _worker.update(tok=Tokenizer.from_file(tokenizer_path), wrap=wrap, dtype=np.dtype(dtype))
 
 
-def _init_worker(tokenizer_path: str, bos: int | None, dtype: str) -> None:
+def _init_worker(tokenizer_path: str, wrap: tuple[int, int] | None, dtype: str) -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # read by tokenizers at each batch call
-    _load(tokenizer_path, bos, dtype)
+    _load(tokenizer_path, wrap, dtype)
 
 
 def _encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(all token ids of the chunk, concatenated; tokens per document), each document prefixed with bos."""
-    tok, bos, dtype = _worker["tok"], _worker["bos"], _worker["dtype"]
+    """(all token ids of the chunk, concatenated; tokens per document), each document between wrap's ids."""
+    tok, wrap, dtype = _worker["tok"], _worker["wrap"], _worker["dtype"]
     encode_batch = getattr(tok, "encode_batch_fast", tok.encode_batch)  # _fast (tokenizers>=0.20) skips offsets
     encoded = encode_batch(texts, add_special_tokens=False)
     lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
-    prefix = 0 if bos is None else 1
-    out = np.empty(int(lengths.sum()) + prefix * len(encoded), dtype=dtype)
+    extra = 0 if wrap is None else len(wrap)
+    out = np.empty(int(lengths.sum()) + extra * len(encoded), dtype=dtype)
     pos = 0
     for enc, n in zip(encoded, lengths):
-        if prefix:
-            out[pos] = bos
-        out[pos + prefix:pos + prefix + n] = enc.ids
-        pos += prefix + n
-    return out, lengths + prefix
+        if wrap is None:
+            out[pos:pos + n] = enc.ids
+        else:
+            out[pos], out[pos + 1:pos + 1 + n], out[pos + 1 + n] = wrap[0], enc.ids, wrap[1]
+        pos += extra + n
+    return out, lengths + extra
 
 
 def chunked(texts: Iterable[str], max_chars: int = CHUNK_CHARS, max_docs: int = CHUNK_DOCS) -> Iterator[list[str]]:
@@ -72,12 +73,15 @@ def chunked(texts: Iterable[str], max_chars: int = CHUNK_CHARS, max_docs: int = 
 
 
 class ParallelEncoder:
-    """`encode(chunks)` yields (tokens, lengths) per chunk, in order. workers=1 encodes in this process."""
+    """`encode(chunks)` yields (tokens, lengths) per chunk, in order. workers=1 encodes in this process.
 
-    def __init__(self, tokenizer_path: Path, dtype: np.dtype, bos: int | None, workers: int = 0,
+    `wrap`: the (opening, closing) token ids put around every document (bpe.document_wrap_ids); None: bare text.
+    """
+
+    def __init__(self, tokenizer_path: Path, dtype: np.dtype, wrap: tuple[int, int] | None, workers: int = 0,
                  force_pool: bool = False):
         self.workers = workers or os.cpu_count() or 1
-        self.args = (str(tokenizer_path), bos, np.dtype(dtype).str)
+        self.args = (str(tokenizer_path), wrap, np.dtype(dtype).str)
         self.pool: ProcessPoolExecutor | None = None
         if self.workers > 1 or force_pool:
             self.pool = spawn_pool(self.workers, _init_worker, self.args)

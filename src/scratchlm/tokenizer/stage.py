@@ -1,5 +1,6 @@
 """Tokenizer stages: train the BPE tokenizer on a stratified sample of the training split and measure it on
-the held-out split, then tokenize everything into shards on every core."""
+the held-out split, then tokenize everything into shards on every core, each document as
+<|bos|> text <|eos|> (bpe.DOCUMENT_WRAP): validation shards too, so validation loss counts the end of a document."""
 from __future__ import annotations
 
 from collections import deque
@@ -13,7 +14,8 @@ from ..config import Config
 from ..data.jsonl import read_jsonl
 from ..ids import read_json, write_json
 from ..progress import bar, log
-from .bpe import BOS, load_tokenizer, save_tokenizer, special_ids, tokenizer_content_id, train_bpe
+from .bpe import (document_wrap_ids, load_tokenizer, save_tokenizer, special_ids, tokenizer_content_id,
+                  train_bpe)
 from .fertility import languages_of_use, measure, verdicts
 from .parallel import ParallelEncoder, chunked
 from .sample import StratifiedSample, composition_lines
@@ -98,7 +100,7 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
     (out / "val").mkdir(exist_ok=True)
     summary: dict = {"vocab_size": vocab, "tokenizer_id": tokenizer_content_id(tok_path), "domains": domains,
                      "shard_tokens": cfg.shards.shard_tokens, "train": {}, "val": {}}
-    with ParallelEncoder(tok_path, dtype_for_vocab(vocab), tok.token_to_id(BOS), cfg.shards.workers) as encoder:
+    with ParallelEncoder(tok_path, dtype_for_vocab(vocab), document_wrap_ids(tok), cfg.shards.workers) as encoder:
         log(f"tokenize: {encoder.workers} worker process(es)")
         for src in cfg.data.sources:
             docs = (doc for n in stats["train_files"][src.name] for doc in read_jsonl(data_dir / "train" / n))

@@ -4,6 +4,7 @@ Layout of one checkpoint directory `step_0000500/`:
   model.safetensors  weights (tied weights stored once)
   state.pt           optimizer, step, RNG states, data position
   meta.json          exact config, seed, artifact IDs, git commit, a checksum of every file
+An int8 export (export/int8.py) is a directory of the same kind: its meta.json names its own weights file.
 The directory is written under a temporary name, fsynced and renamed, so a crash mid-write leaves either the
 previous checkpoint or the new one, never a half-written one that resume would trust.
 """
@@ -26,6 +27,7 @@ from ..ids import file_digest, read_json, write_json
 from ..progress import log
 
 PREFIX = "step_"
+WEIGHTS = "model.safetensors"
 BEST = "best.json"  # names the checkpoint with the lowest validation loss so far; kept when pruning
 
 
@@ -60,6 +62,25 @@ def model_tensors(model: torch.nn.Module, state: dict | None = None) -> dict[str
     if getattr(model.cfg, "tie_embeddings", False):
         sd.pop("lm_head.weight", None)
     return {k: v.detach().contiguous().cpu() for k, v in sd.items()}
+
+
+def _umask() -> int:
+    try:  # Linux has it in /proc; os.umask can only read it by setting it, racing other threads that create files
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
+
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+    """safetensors' save_file, leaving the file the mode open() gives any other file.
+
+    safetensors >= 0.8 writes to a temporary file (created 0600) and renames it into place, so the weights of a
+    checkpoint or an export were readable by their owner only (safetensors issue #782)."""
+    save_file(tensors, str(path), metadata)
+    os.chmod(path, 0o666 & ~_umask())
 
 
 def _fsync_dir(path: Path) -> None:
@@ -103,14 +124,14 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
 
 def _write_checkpoint(tmp: Path, tensors: dict, state: dict, files: tuple[Path, ...], meta: dict) -> None:
     tmp.mkdir()
-    save_file(tensors, str(tmp / "model.safetensors"))
+    save_tensors(tensors, tmp / WEIGHTS)
     torch.save(state, tmp / "state.pt")
     for f in files:
-        shutil.copy(f, tmp / Path(f).name)
-    for name in ("model.safetensors", "state.pt"):
+        shutil.copyfile(f, tmp / Path(f).name)  # not copy(): the new file takes the umask, not the source's mode
+    for name in (WEIGHTS, "state.pt"):
         with open(tmp / name, "rb") as f:
             os.fsync(f.fileno())
-    meta = {**meta, "checksums": {n: file_digest(tmp / n) for n in ("model.safetensors", "state.pt")}}
+    meta = {**meta, "checksums": {n: file_digest(tmp / n) for n in (WEIGHTS, "state.pt")}}
     write_json(tmp / "meta.json", meta)
     _fsync_dir(tmp)
 
@@ -198,9 +219,16 @@ def check_checkpoint(path: Path) -> dict:
         raise UserError(f"checkpoint file {meta_path} is damaged ({type(e).__name__}: {e})") from None
     for name, digest in checksums.items():
         f = Path(path) / name
-        if not f.exists() or file_digest(f) != digest:
-            raise UserError(f"checkpoint file {f} is corrupt or missing (checksum mismatch)")
+        if not f.exists():
+            raise UserError(f"checkpoint file {f} is missing ({meta_path} lists it)")
+        if file_digest(f) != digest:
+            raise UserError(f"checkpoint file {f} is corrupt (checksum mismatch)")
     return meta
+
+
+def weights_file(meta: dict) -> str:
+    """The weights file of a checkpoint, or of an int8 export, whose meta names its own."""
+    return meta.get("quantization", {}).get("weights", WEIGHTS)
 
 
 def previous_good(path: Path) -> Path | None:
@@ -227,12 +255,19 @@ def verify_checkpoint(path: Path, config: Path | None = None) -> dict:
         raise UserError(f"{e}; the previous checkpoint is {good.name}, which verifies{how}") from None
 
 
-def load_model_weights(model, path: Path) -> None:
-    file = Path(path) / "model.safetensors"
+def read_tensors(file: Path) -> dict[str, torch.Tensor]:
     try:
-        tensors = load_file(str(file))
+        return load_file(str(file))
     except (SafetensorError, OSError) as e:  # its checksum was rewritten to match: the bytes are no checkpoint
         raise UserError(f"checkpoint file {file} is not a readable safetensors file ({e})") from None
+
+
+def load_model_weights(model, path: Path) -> None:
+    set_model_tensors(model, path, read_tensors(Path(path) / WEIGHTS))
+
+
+def set_model_tensors(model, path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Load `tensors` (as model_tensors wrote them) into the model, or a UserError saying how they differ."""
     if model.cfg.tie_embeddings:
         tensors["lm_head.weight"] = tensors["tok_emb.weight"]
     try:
@@ -262,7 +297,12 @@ def load_model(path: Path, device: torch.device | str = "cpu"):
     path = Path(path)
     meta = verify_checkpoint(path)
     model = GPT(ModelConfig(**meta["config"]["model"]), meta["vocab_size"])
-    load_model_weights(model, path)
+    if "quantization" in meta:
+        from ..export.int8 import load_int8_weights
+
+        load_int8_weights(model, path, meta)
+    else:
+        load_model_weights(model, path)
     tok_file = path / "tokenizer.json"
     if not tok_file.exists():
         raise UserError(f"checkpoint {path} has no tokenizer.json")

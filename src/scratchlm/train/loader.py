@@ -9,7 +9,9 @@ tokens, whatever its size on disk (a small source is repeated, a large one down-
 
 Packing is document-aware: a sequence starts at a document boundary, or for a document longer than seq_len at
 one of its seq_len-aligned chunks, so the model rarely starts reading mid-sentence and every token is reachable.
-A short document is followed by the next ones in the same sequence (packing, separated by their BOS tokens).
+A short document is followed by the next ones in the same sequence (packing). Each document is stored as
+<|bos|> text <|eos|>, so the model learns to emit EOS where a document ends; boundaries come from the shard
+index, never from scanning for a special token.
 """
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     ckpt_dir = out / "checkpoints"
     if world.main:
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy(tokenizer_dir / "tokenizer.json", out / "tokenizer.json")
+        shutil.copyfile(tokenizer_dir / "tokenizer.json", out / "tokenizer.json")
     meta = {"config": cfg.to_dict(), "seed": t.seed, "ids": ids, "vocab_size": shards["vocab_size"],
             "n_params": raw.num_params(), "precision": precision, "device": str(device), "prompts": prompts,
             "world_size": world.size, "grad_accum": grad_accum}
