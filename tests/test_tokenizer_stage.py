@@ -10,7 +10,7 @@ from scratchlm.ids import read_json, write_json
 from scratchlm.pipeline import plan_artifacts
 from scratchlm.stages import stage_training_inputs
 from scratchlm.tokenizer.bpe import (BOS, DOC_SPECIALS, EOS, PAD, document_wrap_ids, load_tokenizer, save_tokenizer,
-                                     shard_tokens, train_bpe)
+                                     shard_tokens, special_ids, train_bpe)
 from scratchlm.tokenizer.fertility import verdicts
 from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
 from scratchlm.tokenizer.report_section import tokenizer_section
@@ -175,6 +175,21 @@ def test_parallel_encoding_equals_sequential(tmp_path):
         lengths = np.concatenate([n for _, n in got])
         assert lengths.tolist() == [len(e) for e in expected]
         assert flat.tolist() == [i for e in expected for i in e]
+
+
+def test_special_tokens_written_in_a_text_are_encoded_as_its_characters(tmp_path):
+    """A README quoting a chat template must not put a document end or a turn marker inside the shards."""
+    tok = train_bpe([EN] * 20, vocab_size=300, min_frequency=1)
+    save_tokenizer(tok, tmp_path)
+    text = "Prompt format: <|user|>hi<|end|><|assistant|> then <|eos|> and <|bos|>."
+    specials = set(special_ids(tok).values())
+    with ParallelEncoder(tmp_path / "tokenizer.json", np.uint16, (0, 1), workers=1) as enc:
+        tokens, lengths = next(enc.encode([[text]]))
+    assert not specials & set(tokens[1:-1].tolist()) and (tokens[0], tokens[-1]) == (0, 1)
+    loaded = load_tokenizer(tmp_path / "tokenizer.json")
+    for t in (tok, loaded):  # the trained tokenizer and a loaded one (generate, chat, eval) alike
+        ids = t.encode(text, add_special_tokens=False).ids
+        assert not specials & set(ids) and t.decode(ids, skip_special_tokens=True) == text
 
 
 def test_every_document_in_the_shards_opens_with_bos_and_closes_with_eos(run):

@@ -55,6 +55,15 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, len
     tok.train_from_iterator(counted, trainer=trainer, length=length)
     if counted.n == 0:
         raise UserError("the tokenizer training sample is empty: no training documents survived data preparation")
+    return text_only(tok)
+
+
+def text_only(tok: Tokenizer) -> Tokenizer:
+    """`tok` encoding "<|eos|>" written in a text as the characters it is, not as the special token: documents
+    that quote a chat template or another model's markers (READMEs, docs) must not put a document end or a
+    turn marker inside the shards, and a user's prompt or chat message must not inject one. Special tokens
+    enter only by id (DOCUMENT_WRAP, the chat template). A runtime flag: tokenizer.json does not store it."""
+    tok.encode_special_tokens = True
     return tok
 
 
@@ -71,7 +80,7 @@ class _count_nonempty:
 
 def load_tokenizer(path: Path) -> Tokenizer:
     try:
-        return Tokenizer.from_file(str(path))
+        return text_only(Tokenizer.from_file(str(path)))
     except Exception as e:  # tokenizers raises a bare Exception on a bad file
         raise UserError(f"{path}: not a valid tokenizer.json ({e})") from None
 

@@ -31,9 +31,9 @@ _worker: dict = {}
 
 
 def _load(tokenizer_path: str, wrap: tuple[int, int] | None, dtype: str) -> None:
-    from tokenizers import Tokenizer
+    from .bpe import load_tokenizer
 
-    _worker.update(tok=Tokenizer.from_file(tokenizer_path), wrap=wrap, dtype=np.dtype(dtype))
+    _worker.update(tok=load_tokenizer(Path(tokenizer_path)), wrap=wrap, dtype=np.dtype(dtype))
 
 
 def _init_worker(tokenizer_path: str, wrap: tuple[int, int] | None, dtype: str) -> None:
