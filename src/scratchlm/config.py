@@ -10,7 +10,6 @@ import dataclasses
 import difflib
 import math
 import operator
-import re
 import tomllib
 import types
 import typing
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
+from .ids import FILE_NAME
 
 FORMATS = ("text", "jsonl", "parquet", "html")
 
@@ -54,7 +54,6 @@ def bounded(default: Any = dataclasses.MISSING, *, default_factory: Any = datacl
 
 # Source names and domains become file names (train/<source>.jsonl.zst, val/<domain>.jsonl) and parts of
 # document IDs (<source>/<file>:<line>), so a `/`, a space or a leading dot would break a path or an ID.
-FILE_NAME = re.compile(r"\w[\w.+-]*")
 FILE_NAME_RULE = ("a file-name-safe name (letters, digits and `_.+-`, not starting with `.` or `-`; without `/` or "
                   "spaces)")
 

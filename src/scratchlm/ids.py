@@ -73,15 +73,17 @@ def files_id(files: Iterable[Path], cache: DigestCache, root: Path | None = None
     return content_id(sorted(items))
 
 
-_UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9_.-]|^\.")
+# A name that is safe as one path component: the config holds source, domain and eval-set names to it.
+FILE_NAME = re.compile(r"\w[\w.+-]*")
 
 
 def file_safe(name: str) -> str:
-    """`name` as one path component: unchanged when it already is one; otherwise its odd characters replaced
-    and a hash of the original appended, so that two names never share a file ("a/b" and "a_b" stay apart)."""
-    if name and not _UNSAFE_IN_FILE_NAME.search(name):
+    """`name` as one path component: unchanged when it already is one (FILE_NAME); otherwise its odd characters
+    replaced and a hash of the original appended, so that two names never share a file ("a/b", "a_b")."""
+    if FILE_NAME.fullmatch(name):
         return name
-    return f"{_UNSAFE_IN_FILE_NAME.sub('_', name)}-{content_id(name)[:8]}"
+    readable = re.sub(r"[^\w.+-]", "_", name).lstrip(".-")
+    return f"{readable}-{content_id(name)[:8]}"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
