@@ -163,9 +163,9 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     state = None
     existing = list_checkpoints(ckpt_dir)
     if resume:  # before wrapping the model: FSDP then shards the loaded weights
-        candidates = ([_own_checkpoint(Path(resume_from), ckpt_dir, cfg.path, ids.get("train"))] if resume_from
+        candidates = ([_own_checkpoint(Path(resume_from), ckpt_dir, ids.get("train"))] if resume_from
                       else step_dirs(ckpt_dir)[::-1])
-        state = _load_resume_state(raw, candidates, ckpt_dir, world.main, resume_from is not None)
+        state = _load_resume_state(raw, candidates, ckpt_dir, world.main, resume_from is not None, cfg.path)
         step = state["step"] if state else 0
     elif existing and world.main:
         log(f"train: found checkpoints up to {existing[-1].name} from an unfinished run; starting over "
@@ -313,7 +313,7 @@ def eval_due(step: int, t) -> bool:
     return step % t.eval_every == 0 or step == t.max_steps
 
 
-def _own_checkpoint(path: Path, ckpt_dir: Path, config: Path | None, train_id: str | None) -> Path:
+def _own_checkpoint(path: Path, ckpt_dir: Path, train_id: str | None) -> Path:
     """--resume-from names one of this run's checkpoints: another run's optimizer state, data position and
     schedule belong to another config, so resuming one here would record it under the wrong artifact ID."""
     if not path.is_dir():
@@ -321,15 +321,15 @@ def _own_checkpoint(path: Path, ckpt_dir: Path, config: Path | None, train_id: s
     if path.resolve().parent != ckpt_dir.resolve():
         raise UserError(f"--resume-from {path} is not a checkpoint of this run (train id {train_id}, checkpoints in "
                         f"{ckpt_dir}); resume another run with the config that trained it")
-    verify_checkpoint(path, config)
     return path
 
 
 def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: Path, main: bool,
-                       explicit: bool) -> dict | None:
+                       explicit: bool, config: Path | None) -> dict | None:
     """Weights into `raw` and the training state of the first candidate that loads, newest first; each one
-    skipped is said, with why (an `explicit` one is not skipped: its error is the answer). None when there is
-    no checkpoint at all: the run starts over."""
+    skipped is said, with why (an `explicit` one is not skipped: its error is the answer, with the command that
+    resumes from the previous good checkpoint of `config`'s run). None when there is no checkpoint at all: the
+    run starts over."""
     say = log if main else (lambda _: None)
     if not candidates:
         say(f"train: --resume: no checkpoint in {ckpt_dir} yet (the run stopped before its first); "
@@ -338,7 +338,7 @@ def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: P
     problems = []
     for path in candidates:
         try:
-            check_checkpoint(path)
+            verify_checkpoint(path, config) if explicit else check_checkpoint(path)  # checksums read once
             load_model_weights(raw, path)
             state = load_training_state(path)
         except UserError as e:
