@@ -1,4 +1,4 @@
-"""Benchmark the n-gram contamination guard on a real corpus with planted contamination.
+"""Benchmark the decontaminate stage's n-gram scan on a real corpus with planted contamination.
 
 Corpus: every .py file of the Python standard library (site-packages and pydoc_data/topics.py excluded — the
 latter is the eval source itself) plus the pydoc_data.topics documents. Eval set: 200 items, each two consecutive
@@ -28,7 +28,10 @@ from pathlib import Path
 
 from pydoc_data.topics import topics
 
-from scratchlm.data.contamination import ContaminationIndex, normalize_words, scan_corpus, scan_texts
+from scratchlm.decontaminate.corpus_scan import scan_corpus
+from scratchlm.decontaminate.fingerprint import text_words
+from scratchlm.decontaminate.index import ContaminationIndex
+from scratchlm.decontaminate.scan import scan_texts
 
 N = 13
 ITEMS_PER_KIND = 50
@@ -42,7 +45,7 @@ def paragraphs(text: str) -> list[str]:
 
 def is_prose(paragraph: str) -> bool:
     # Indented blocks are code examples and grammar rules, shared between many topics; prose is what gets copied.
-    return not paragraph.startswith(" ") and len(normalize_words(paragraph)) >= 14
+    return not paragraph.startswith(" ") and len(text_words(paragraph)) >= 14
 
 
 def load_corpus() -> tuple[list[dict], list[dict]]:
@@ -71,7 +74,7 @@ def reference_hits(docs: list[dict], item_ngrams: dict[str, set[str]]) -> set[tu
             owners.setdefault(g, []).append(item_id)
     found = set()
     for doc in docs:
-        words = normalize_words(doc["text"])
+        words = text_words(doc["text"])
         for i in range(len(words) - N + 1):
             for item_id in owners.get(" ".join(words[i:i + N]), ()):
                 found.add((doc["id"], item_id))
@@ -79,7 +82,7 @@ def reference_hits(docs: list[dict], item_ngrams: dict[str, set[str]]) -> set[tu
 
 
 def ngrams(text: str) -> set[str]:
-    words = normalize_words(text)
+    words = text_words(text)
     return {" ".join(words[i:i + N]) for i in range(len(words) - N + 1)}
 
 
@@ -131,10 +134,10 @@ def main() -> None:
     candidates = candidates[:400]
 
     # Training copy: topics with every candidate paragraph removed (anywhere it appears: topics repeat text).
-    removed = {" ".join(normalize_words(p)) for _, a, b in candidates for p in (a, b)}
+    removed = {" ".join(text_words(p)) for _, a, b in candidates for p in (a, b)}
     train_topics = []
     for doc in topic_docs:
-        kept = [p for p in paragraphs(doc["text"]) if " ".join(normalize_words(p)) not in removed]
+        kept = [p for p in paragraphs(doc["text"]) if " ".join(text_words(p)) not in removed]
         train_topics.append({**doc, "text": "\n\n".join(kept)})
     clean = py_docs + train_topics
 
@@ -155,7 +158,7 @@ def main() -> None:
           f"eval items used: {len(chosen)}  [{time.perf_counter() - t0:.1f}s]")
 
     # Plant: item k goes into a distinct host .py file (hosts of >= 5 kB, so the copy is a small part of them).
-    vocabulary = sorted({w for doc in train_topics for w in normalize_words(doc["text"]) if w.isalpha()})
+    vocabulary = sorted({w for doc in train_topics for w in text_words(doc["text"]) if w.isalpha()})
     hosts = rng.sample([i for i, d in enumerate(py_docs) if len(d["text"]) >= 5000], len(chosen))
     planted = [dict(d) for d in clean]
     plan = {}  # host doc id -> (item id, kind)
@@ -182,8 +185,8 @@ def main() -> None:
     for _ in range(3):
         for workers in (1, 2):
             t1 = time.perf_counter()
-            clean_iter, report = scan_corpus(index, planted, mode="document", workers=workers)
-            kept_docs = sum(1 for _ in clean_iter)
+            report = scan_corpus(index, planted, mode="document", workers=workers)
+            kept_docs = report.docs_scanned - report.docs_dropped
             timings[workers].append(time.perf_counter() - t1)
             hits_by_workers[workers] = (report, kept_docs)
     for workers, seconds in timings.items():

@@ -4,7 +4,7 @@ Corpus: the Python standard library's own .py files (site-packages excluded, sor
 into documents of ~250 words at line boundaries. A deterministic sample of documents gets one planted copy each,
 made by editing (replace / insert / delete) 5-15% of its words, either in a few contiguous spans or scattered.
 
-Ground truth: exact word-5-gram Jaccard (normalize.word_shingles sets) for every planted pair and every pair any
+Ground truth: exact word-5-gram Jaccard (words.word_shingles sets) for every planted pair and every pair any
 method reports; a pair is a true duplicate when J >= 0.8. Pairs that no method reports and that were not planted
 are not examined (the corpus is too large for all pairs), so recall is relative to planted + found pairs.
 
@@ -28,7 +28,7 @@ import numpy as np
 from datasketch import MinHash, MinHashLSH
 
 from scratchlm.data.dedup.minhash import FuzzyDeduper, MinHashConfig
-from scratchlm.data.dedup.normalize import word_shingles
+from scratchlm.data.dedup.words import word_shingles
 
 THRESHOLD = 0.8
 WORDS_PER_DOC = 250

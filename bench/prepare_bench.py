@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from scratchlm.config import config_from_dict  # noqa: E402
 from scratchlm.data.builtin import build_builtin_corpus  # noqa: E402
 from scratchlm.data.prepare import prepare_data  # noqa: E402
+from scratchlm.stages import size_estimate  # noqa: E402
 
 
 def run_once(corpus: dict[str, Path], workers: int, unit_mb: int, work: Path) -> tuple[float, dict]:
@@ -32,7 +33,7 @@ def run_once(corpus: dict[str, Path], workers: int, unit_mb: int, work: Path) ->
     out = work / "out"
     out.mkdir(parents=True)
     t0 = time.perf_counter()
-    stats = prepare_data(cfg, out)
+    stats = prepare_data(cfg, out, size_estimate(cfg))
     return time.perf_counter() - t0, stats
 
 

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 from scratchlm.config import load_config
-from scratchlm.data.contamination import ContaminationIndex, scan_texts
-from scratchlm.data.decontaminate import load_eval_sets
 from scratchlm.data.jsonl import read_jsonl
+from scratchlm.decontaminate.index import ContaminationIndex
+from scratchlm.decontaminate.scan import scan_texts
+from scratchlm.decontaminate.stage import load_eval_sets
 from scratchlm.ids import read_json
 from scratchlm.pipeline import plan_artifacts
 from scratchlm.quickstart import prepare_quickstart

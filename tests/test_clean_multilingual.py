@@ -14,6 +14,7 @@ from scratchlm.data.clean.structure import CODE, HEADING, OPTION, PROSE, parse, 
 from scratchlm.data.dedup import ContainmentFinder
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.data.prepare import prepare_data
+from scratchlm.stages import size_estimate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "prose"
 MODEL = {"n_layer": 1, "d_model": 16, "n_head": 2, "seq_len": 16}
@@ -53,7 +54,7 @@ def _prepare(tmp_path, sources, **data):
     cfg.path = tmp_path / "c.toml"
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    return out, prepare_data(cfg, out)
+    return out, prepare_data(cfg, out, size_estimate(cfg))
 
 
 def _ledger(out):

@@ -2,9 +2,10 @@ import re
 
 import pytest
 
-from scratchlm.config import config_from_dict, load_config
+from scratchlm.config import config_from_dict
 from scratchlm.config_template import EXAMPLE_SOURCES, render_config
 from scratchlm.errors import UserError
+from scratchlm.stages import load_config
 
 SOURCE = '[[data.sources]]\nname = "a"\ndomain = "web"\npath = "a.txt"\n'
 
@@ -72,7 +73,7 @@ def test_init_template_loads_back_with_every_default(tmp_path):
 
 def test_init_config_lets_the_preset_decide_the_shape(tmp_path):
     from scratchlm.config_template import write_init
-    from scratchlm.model.presets import PRESETS, describe_preset
+    from scratchlm.presets import PRESETS, describe_preset
 
     path = write_init(tmp_path)
     text = path.read_text()
@@ -84,7 +85,7 @@ def test_init_config_lets_the_preset_decide_the_shape(tmp_path):
 
 
 def test_explicit_model_keys_over_a_preset_are_named():
-    from scratchlm.model.presets import describe_preset, preset_overrides
+    from scratchlm.presets import describe_preset, preset_overrides
 
     sources = {"sources": EXAMPLE_SOURCES}
     m = config_from_dict({"data": sources, "model": {"preset": "tiny", "n_layer": 8, "d_model": 256,
@@ -95,7 +96,7 @@ def test_explicit_model_keys_over_a_preset_are_named():
 
 
 def test_quickstart_config_is_a_tiny_demo(tmp_path):
-    from scratchlm.model.presets import PRESETS
+    from scratchlm.presets import PRESETS
     from scratchlm.quickstart import PRESET
 
     (tmp_path / "c.toml").write_text(render_config(EXAMPLE_SOURCES, PRESET))

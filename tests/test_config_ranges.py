@@ -7,9 +7,10 @@ import typing
 
 import pytest
 
-from scratchlm.config import Config, config_from_dict, load_config, validate
+from scratchlm.config import Config, config_from_dict, validate
 from scratchlm.config_template import EXAMPLE_SOURCES, render_config
 from scratchlm.errors import UserError
+from scratchlm.stages import load_config
 
 SOURCE = '[[data.sources]]\nname = "a"\ndomain = "web"\npath = "a.txt"\n'
 BASE = {"data": {"sources": [{"name": "a", "domain": "web", "path": "a.txt"}]}}
@@ -173,7 +174,7 @@ def test_every_declared_range_is_checked_and_named(table):
 
 
 def test_presets_quickstart_and_template_pass_validation(tmp_path):
-    from scratchlm.model.presets import PRESETS
+    from scratchlm.presets import PRESETS
     from scratchlm.quickstart import PRESET
 
     for name in PRESETS:

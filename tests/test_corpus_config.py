@@ -3,7 +3,8 @@ import tomllib
 
 import pytest
 
-from scratchlm.config import config_from_dict, validate
+from scratchlm.config import config_from_dict
+from scratchlm.stages import check_config
 from scratchlm.config_template import EXAMPLE_SOURCES, render_config
 from scratchlm.data.clean.quality import CODE, PROSE
 from scratchlm.data.quality_config import profile_config
@@ -14,7 +15,7 @@ SOURCES = [{"name": "a", "domain": "web", "path": "a.txt"}]
 
 def _validate(**data):
     cfg = config_from_dict({"data": {"sources": SOURCES, **data}})
-    validate(cfg, "c.toml")
+    check_config(cfg, "c.toml")
     return cfg
 
 
@@ -34,7 +35,7 @@ def test_typos_in_prepare_keys_are_named():
         _validate(skip=["prom"])
     cfg = config_from_dict({"data": {"sources": [{**SOURCES[0], "profile": "legal"}]}})
     with pytest.raises(UserError, match="source `a`: profile must be prose, technical, code or auto"):
-        validate(cfg, "c.toml")
+        check_config(cfg, "c.toml")
 
 
 def test_template_documents_every_threshold_and_its_origin():

@@ -10,6 +10,7 @@ from scratchlm.cli import main
 from scratchlm.config import config_from_dict
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.data.prepare import prepare_data
+from scratchlm.stages import size_estimate
 from scratchlm.errors import UserError
 
 SENTENCES = [
@@ -94,7 +95,7 @@ def _config(tmp_path, **data):
 def _prepare(cfg, name="out"):
     out = cfg.base_dir / name
     out.mkdir(exist_ok=True)
-    return out, prepare_data(cfg, out)
+    return out, prepare_data(cfg, out, size_estimate(cfg))
 
 
 @pytest.fixture(scope="module")

@@ -8,17 +8,16 @@ import sys
 import pytest
 
 from scratchlm.cli import main
-from scratchlm.config import load_config
 from scratchlm.data.audit_sheet import (KEPT, build_sheet, default_sheet_path, load_audit_dir, load_audit_sheet,
                                         rate_audit_sheet, save_audit_sheet, spread_positions, write_audit_sheet)
 from scratchlm.data.audit_verdicts import MAX_WRONG_RATE, NOT_AUDITED, audit_figures, wilson_interval
 from scratchlm.data.jsonl import ShardWriter
 from scratchlm.errors import UserError
-from scratchlm.pipeline import plan_artifacts
 from scratchlm.plan.check import _audit_verdict
 from scratchlm.plan.verdicts import NOT_AVAILABLE
 from scratchlm.report.build import _table
 from scratchlm.report.data_section import audit_section, data_section
+from scratchlm.stages import load_config, plan_artifacts
 
 # --- a synthetic data directory: ledger, kept documents, stats -------------------------------------------
 

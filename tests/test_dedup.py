@@ -17,8 +17,8 @@ from scratchlm.data.dedup.minhash import (
     minhash_signatures,
     shingle_hashes,
 )
-from scratchlm.data.dedup.normalize import normalize_for_hash, word_shingles
 from scratchlm.data.dedup.paragraphs import ParagraphDeduper
+from scratchlm.data.dedup.words import normalize_for_hash, word_shingles
 from scratchlm.errors import UserError
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

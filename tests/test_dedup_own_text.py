@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from scratchlm.data.dedup import ContainmentFinder
-from scratchlm.data.dedup.normalize import normalize_for_hash, word_shingles
+from scratchlm.data.dedup.words import normalize_for_hash, word_shingles
 
 from test_clean_multilingual import _kept, _ledger, _prepare
 

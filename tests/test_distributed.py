@@ -2,8 +2,7 @@
 that float summation order alone causes."""
 import pytest
 
-from scratchlm.config import load_config
-from scratchlm.pipeline import plan_artifacts
+from scratchlm.stages import load_config, plan_artifacts
 from train_procs import losses, prepare_run, train
 
 TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "scratchlm")

@@ -16,14 +16,15 @@ from scratchlm.export.gguf_export import export_gguf
 from scratchlm.export.hf import export_hf
 from scratchlm.ids import write_json
 from scratchlm.model import GPT
+from scratchlm.model.checkpoint import load_model
 from scratchlm.model.generate import generate
 from scratchlm.model.stream import stream_to_stdout
-from scratchlm.pipeline import plan_artifacts
+from scratchlm.stages import plan_artifacts
 from scratchlm.tokenizer import bpe
 from scratchlm.tokenizer.bpe import BOS, EOS, prompt_ids, save_tokenizer, stop_ids, train_bpe
 from scratchlm.tokenizer.shards import TokenShard
 from scratchlm.tokenizer.stage import tokenize_corpus
-from scratchlm.train.checkpoint import load_model, save_checkpoint
+from scratchlm.train.checkpoint import save_checkpoint
 from scratchlm.train.loader import MixtureLoader
 
 DOCS = ["the cat sat on the mat.", "a red fox ran home.", "we drink green tea.", "it rains in spring."]

@@ -6,12 +6,10 @@ import shutil
 import pytest
 import torch
 
-from scratchlm.config import load_config
 from scratchlm.eval.samples import generate_samples
 from scratchlm.ids import read_json
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import run_all, stage_report
-from scratchlm.train.checkpoint import list_checkpoints, load_model, model_tensors
+from scratchlm.model.checkpoint import list_checkpoints, load_model, model_tensors
+from scratchlm.stages import load_config, plan_artifacts, run_all, stage_report
 
 
 @pytest.fixture(scope="module")

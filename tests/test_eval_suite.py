@@ -13,7 +13,7 @@ from scratchlm.eval.human import load_sheet, rate_sheet, save_sheet, summarize_s
 from scratchlm.eval.humaneval import check_program, load_problems, pass_at_k
 from scratchlm.eval.sandbox import run_program
 from scratchlm.eval.tasks import read_task, score_completion, score_multiple_choice
-from scratchlm.train.checkpoint import load_model
+from scratchlm.model.checkpoint import load_model
 from ship_fixtures import make_checkpoint
 
 

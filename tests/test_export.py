@@ -9,9 +9,9 @@ from scratchlm.errors import UserError
 from scratchlm.export.gguf_export import export_gguf, permute_for_llama_cpp
 from scratchlm.export.hf import export_hf
 from scratchlm.export.mapping import gguf_name
+from scratchlm.model.checkpoint import load_model, model_tensors
 from scratchlm.sft.template import chat_ids as sft_chat_ids
 from scratchlm.tokenizer.bpe import BOS, END, EOS, prompt_ids, stop_ids
-from scratchlm.train.checkpoint import load_model, model_tensors
 from ship_fixtures import make_checkpoint
 
 VARIANTS = {"qwen3": {}, "llama": {"qk_norm": False, "n_kv_head": 2, "tie_embeddings": False}}

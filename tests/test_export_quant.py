@@ -12,8 +12,9 @@ from scratchlm.eval.store import checkpoint_id
 from scratchlm.export.gguf_export import export_gguf
 from scratchlm.export.hf import export_hf
 from scratchlm.export.int8 import WEIGHTS, export_int8
+from scratchlm.model.checkpoint import load_model
 from scratchlm.tokenizer.bpe import BOS
-from scratchlm.train.checkpoint import load_model, save_checkpoint
+from scratchlm.train.checkpoint import save_checkpoint
 from ship_fixtures import TEXTS, make_checkpoint
 
 

@@ -16,6 +16,7 @@ import zstandard
 from scratchlm.config import config_from_dict
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.data.prepare import prepare_data
+from scratchlm.stages import size_estimate
 from scratchlm.data.readers import Rejected, read_file
 from scratchlm.errors import UserError
 
@@ -37,7 +38,7 @@ def _config(base: Path, sources: dict[str, str], **data):
 def _prepare(cfg, out: Path | None = None) -> tuple[Path, dict]:
     out = out or cfg.base_dir / "out"
     out.mkdir(exist_ok=True)
-    return out, prepare_data(cfg, out)
+    return out, prepare_data(cfg, out, size_estimate(cfg))
 
 
 def _kept_texts(out: Path) -> list[str]:
@@ -248,6 +249,7 @@ def report(pool_of):
 if __name__ == "__main__":
     kind, work = sys.argv[1], Path(sys.argv[2])
     if kind == "prepare":
+        from scratchlm.data.step import DocumentStep
         from scratchlm.data.step_runner import StepRunner
         from scratchlm.data.units import Unit, UnitFile
 
@@ -256,7 +258,7 @@ if __name__ == "__main__":
                  for i in range(2)]
         run = StepRunner(units, work / "cache", 2)
         threading.Thread(target=report, args=(lambda: run._pool,), daemon=True).start()
-        run.local("hang", hang)
+        run.local(DocumentStep("hang", hang))
     else:
         from tokenizers import Tokenizer, models
         from scratchlm.tokenizer.parallel import ParallelEncoder
@@ -320,10 +322,10 @@ def test_a_moved_workdir_reuses_every_cached_step_and_the_dedup_decisions(tmp_pa
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "in.jsonl").write_bytes(_lines(30) + _lines(5))  # five exact copies for dedup to decide
     _, first = _prepare(_config(tmp_path / "a", {"s": "in.jsonl"}, skip=[]))
-    dedup_entries = sorted(p.name for p in (tmp_path / "a" / "run" / "data" / "cache" / "dedup").iterdir())
+    dedup_entries = sorted(p.name for p in (tmp_path / "a" / "run" / "data" / "cache" / "find_duplicates").iterdir())
     os.rename(tmp_path / "a", tmp_path / "b")
     cfg = _config(tmp_path / "b", {"s": "in.jsonl"}, skip=[])
     _, again = _prepare(cfg)
     assert again["cache"] == {step: 1 for step in again["cache"]}, again["cache"]  # one unit, every step cached
-    assert sorted(p.name for p in (cfg.workdir / "data" / "cache" / "dedup").iterdir()) == dedup_entries
+    assert sorted(p.name for p in (cfg.workdir / "data" / "cache" / "find_duplicates").iterdir()) == dedup_entries
     assert again["sources"]["s"]["dropped"] == first["sources"]["s"]["dropped"]

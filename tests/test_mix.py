@@ -1,7 +1,7 @@
 """Domain mix arithmetic: target shares from weights, epochs, achieved shares, and the two warnings."""
 import pytest
 
-from scratchlm.data.mix import mix_from_shards, plan_mix
+from scratchlm.train.mix import mix_from_shards, plan_mix
 
 SOURCES = [{"name": "big", "domain": "web", "weight": 1.0, "tokens": 1_000_000},
            {"name": "small", "domain": "code", "weight": 1.0, "tokens": 10_000},

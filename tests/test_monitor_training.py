@@ -6,12 +6,11 @@ import pytest
 
 from scratchlm import stages
 from scratchlm.cli import main
-from scratchlm.config import load_config
 from scratchlm.ids import read_json
 from scratchlm.model import GPT
-from scratchlm.pipeline import plan_artifacts
 from scratchlm.train.loader import MixtureLoader
 from scratchlm.train.loop import TrainingHalted
+from scratchlm.stages import load_config, plan_artifacts
 
 from test_cli import scratchlm
 

@@ -7,10 +7,9 @@ import sys
 
 import pytest
 
-from scratchlm.config import load_config
 from scratchlm.errors import UserError
-from scratchlm.pipeline import plan_artifacts
 from scratchlm import stages
+from scratchlm.stages import load_config, plan_artifacts
 from test_cli import _one_line_error, scratchlm
 
 
@@ -113,9 +112,9 @@ def test_one_corpus_size_level_in_data_stats_report_plan_and_check(built):
     from scratchlm.report.data_section import data_section
 
     art = plan_artifacts(built)
-    plan = make_plan(built, art=art, probe_seconds=0, save=False)
+    plan = make_plan(built, art, probe_seconds=0, save=False)
     planned = next(v for v in plan["verdicts"] if v["name"] == "corpus")
-    checked = next(v for v in run_checklist(built, plan, None) if v.name == "corpus size in tokens, not bytes")
+    checked = next(v for v in run_checklist(built, art, plan, None) if v.name == "corpus size in tokens, not bytes")
     stats = read_json(art["data"].dir / "stats.json")["verdict"]
     report = data_section(read_json(art["data"].dir / "stats.json"), read_json(art["shards"].dir / "shards.json"),
                           plan["arithmetic"]["params"], _table)

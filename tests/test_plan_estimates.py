@@ -7,13 +7,13 @@ import torch
 from scratchlm.config import ModelConfig, config_from_dict
 from scratchlm.errors import UserError
 from scratchlm.model import GPT
+from scratchlm.model.device import autocast
 from scratchlm.plan.arithmetic import Shapes, count_params, flops_per_token, model_arithmetic
 from scratchlm.plan.hardware import PRESETS, resolve_target
 from scratchlm.plan.memory import (estimate_memory, head_activation_bytes, layer_activation_bytes,
                                    optimizer_state_bytes, recommend_batch)
 from scratchlm.plan.probe import run_probe
 from scratchlm.plan.shrink import config_diff, family
-from scratchlm.train.device import autocast
 
 VARIANTS = list(itertools.product(["swiglu", "gelu", "relu2"], [True, False], [None, 2], [True, False]))
 

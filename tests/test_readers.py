@@ -106,12 +106,13 @@ def test_a_folder_of_prose_skips_styles_scripts_and_images_but_counts_them(tmp_p
 
 def test_validation_grows_to_a_minimum_of_text_within_the_share_a_domain_can_spare():
     from scratchlm.config import config_from_dict
-    from scratchlm.data.val_split import WHOLE, draw_validation, finish_plan
+    from scratchlm.data.step import Corpus
+    from scratchlm.data.val_split import WHOLE, ValidationSettings, draw_validation, finish_plan
 
     def draw(n_docs, chars, **data):
         cfg = config_from_dict({"data": {"sources": [{"name": "a", "domain": "d", "path": "x"}], **data}})
         survivors = {"d": [(f"a/{k}", chars, "u0") for k in range(n_docs)]}
-        chosen, plan = draw_validation(cfg, survivors)
+        chosen, plan = draw_validation(ValidationSettings.of(Corpus(cfg)), survivors)
         picked = chosen.get("u0", {})
         assert set(picked.values()) <= {WHOLE}  # documents this short are held out whole
         finish_plan(plan, {"d": {"docs": len(picked), "chars": chars * len(picked), "pieces": 0}}, cfg.data)

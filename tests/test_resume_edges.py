@@ -12,17 +12,15 @@ import pytest
 import torch
 
 from scratchlm import cli
-from scratchlm.config import load_config
 from scratchlm.errors import UserError
 from scratchlm.ids import read_json, write_json
+from scratchlm.model.checkpoint import list_checkpoints, load_model_weights, verify_checkpoint
 from scratchlm.monitor.dashboard import write_dashboard
 from scratchlm.monitor.monitor import read_rows
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import stage_train
+from scratchlm.stages import load_config, plan_artifacts, stage_train
 from scratchlm.train import checkpoint as ckpt
 from scratchlm.train import loop
-from scratchlm.train.checkpoint import (best_checkpoint, list_checkpoints, load_model_weights, load_training_state,
-                                        mark_best, save_checkpoint, verify_checkpoint)
+from scratchlm.train.checkpoint import best_checkpoint, load_training_state, mark_best, save_checkpoint
 from train_procs import env, micro_run_config, prepare
 
 

@@ -8,10 +8,8 @@ import time
 
 import pytest
 
-from scratchlm.config import load_config
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import stage_train
-from scratchlm.train.checkpoint import list_checkpoints
+from scratchlm.model.checkpoint import list_checkpoints
+from scratchlm.stages import load_config, plan_artifacts, stage_train
 from train_procs import STEPS, env, losses, prepare_run, train
 
 

@@ -8,11 +8,11 @@ import torch.nn.functional as F
 
 from scratchlm.data.jsonl import write_jsonl
 from scratchlm.errors import UserError
+from scratchlm.model.checkpoint import load_model
 from scratchlm.sft.data import encode_conversations, pack_rows, read_conversations
 from scratchlm.sft.leak import scan_for_markers
 from scratchlm.sft.template import chat_ids
 from scratchlm.tokenizer.bpe import PAD
-from scratchlm.train.checkpoint import load_model
 from ship_fixtures import make_checkpoint
 
 

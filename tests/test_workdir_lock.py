@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scratchlm import stages
+from scratchlm.data import prepare
 from scratchlm.cli import main
 from scratchlm.workdir_lock import LOCK_FILE
 
@@ -46,7 +46,8 @@ def holder(tmp_path):
 
 
 def _error_line(capsys) -> str:
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    """The error, as one line: the stage's own progress lines (`data: running`) may come before it."""
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip() and ": running (id " not in line]
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
     return lines[0]
 
@@ -100,7 +101,7 @@ from pathlib import Path
 from scratchlm.workdir_lock import workdir_lock
 
 with workdir_lock(Path(sys.argv[1]), "workdir", "scratchlm data decontaminate"):
-    worker = os.fork()  # like the scan pool of data/contamination.py
+    worker = os.fork()  # like a forked worker pool (ours spawn, but a user's plugin may fork)
     if worker == 0:
         time.sleep(300)
         os._exit(0)
@@ -155,7 +156,7 @@ def test_without_fcntl_it_warns_once_and_runs(config, capsys, monkeypatch):
 def test_unwritable_workdir_is_one_line_at_the_start(tmp_path, config, capsys, monkeypatch):
     (tmp_path / "afile").write_text("a regular file")
     config.write_text(SOURCE + f'[run]\nworkdir = "{tmp_path / "afile" / "sub"}"\n')
-    monkeypatch.setattr(stages, "stage_data", lambda *a, **k: pytest.fail("the command started"))
+    monkeypatch.setattr(prepare, "prepare_data", lambda *a, **k: pytest.fail("the command started"))
     assert main(["data", "prepare", "-c", str(config)]) == 2
     line = _error_line(capsys)
     assert f"{config}: [run] workdir {tmp_path / 'afile' / 'sub'} cannot be written: Not a directory" in line
@@ -178,25 +179,25 @@ def _raises(error):
 
 def test_disk_full_is_one_line_with_the_free_space(tmp_path, config, capsys, monkeypatch):
     path = tmp_path / "run" / "data" / "new" / "train.jsonl"  # not there: the free space of its nearest parent
-    monkeypatch.setattr(stages, "stage_data", _raises(OSError(errno.ENOSPC, "No space left on device", str(path))))
+    monkeypatch.setattr(prepare, "prepare_data", _raises(OSError(errno.ENOSPC, "No space left on device", str(path))))
     assert main(["data", "prepare", "-c", str(config)]) == 1
     line = _error_line(capsys)
     assert re.fullmatch(f"error: disk full while writing {re.escape(str(path))}: [\\d.,]+ [MG]iB free on that filesystem",
                         line)
-    monkeypatch.setattr(stages, "stage_data", _raises(OSError(errno.ENOSPC, "No space left on device")))
+    monkeypatch.setattr(prepare, "prepare_data", _raises(OSError(errno.ENOSPC, "No space left on device")))
     assert main(["data", "prepare", "-c", str(config)]) == 1
     assert _error_line(capsys) == "error: disk full (no space left on device)"
 
 
 def test_permission_denied_is_one_line(tmp_path, config, capsys, monkeypatch):
     path = tmp_path / "run" / "train" / "x"
-    monkeypatch.setattr(stages, "stage_data", _raises(PermissionError(errno.EACCES, "Permission denied", str(path))))
+    monkeypatch.setattr(prepare, "prepare_data", _raises(PermissionError(errno.EACCES, "Permission denied", str(path))))
     assert main(["data", "prepare", "-c", str(config)]) == 1
     assert _error_line(capsys) == f"error: {path}: Permission denied"
 
 
 def test_other_os_errors_stay_tracebacks(config, monkeypatch):
-    monkeypatch.setattr(stages, "stage_data", _raises(FileNotFoundError(errno.ENOENT, "gone", "/x")))
+    monkeypatch.setattr(prepare, "prepare_data", _raises(FileNotFoundError(errno.ENOENT, "gone", "/x")))
     with pytest.raises(FileNotFoundError):  # a missing file the code expected is a bug to see, not to hide
         main(["data", "prepare", "-c", str(config)])
 

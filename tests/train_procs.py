@@ -6,9 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scratchlm.config import load_config
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import stage_training_inputs
+from scratchlm.stages import load_config, plan_artifacts, stage_training_inputs
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 STEPS = 60

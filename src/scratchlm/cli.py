@@ -8,20 +8,49 @@ import shlex
 import sys
 from pathlib import Path
 
-from .data.guard_commands import VERBS as GUARD_VERBS  # argparse only: cheap to import
-from .data.inspect_commands import VERBS as INSPECT_VERBS
+from .data.inspect_commands import VERBS as INSPECT_VERBS  # argparse only: cheap to import
 from .errors import UserError
+from .stages import ARTIFACT_STAGES, STAGE, plan_artifacts
 
-# The commands that write to the workdir: each holds its lock while it runs (workdir_lock.py) and takes --wait.
-# Not here: those that only read it (data show/explain/rejected/trace), `plan` (one plan file, written
-# atomically), and those that write beside a checkpoint or a finished stage (eval --checkpoint / human / rate,
-# report RUN_DIR, data audit), so that they can be used while a training runs.
-LOCKING = (("quickstart", None), ("run", None), ("check", None), ("train", None), ("eval", None), ("sft", None),
-           ("report", None), ("data", "prepare"), ("data", "decontaminate"), ("tokenizer", "train"),
-           ("tokenizer", "encode"))
+# The commands that write to the workdir: each stage's command (ARTIFACT_STAGES) and these. Each holds the
+# workdir's lock while it runs (workdir_lock.py) and takes --wait. Not here: those that only read it (data
+# show/explain/rejected/trace), `plan` (one plan file, written atomically), and those that write beside a checkpoint
+# or a finished stage (eval --checkpoint / human / rate, report RUN_DIR, data audit), so that they can be used
+# while a training runs.
+LOCKING = (("quickstart", None), ("run", None), ("check", None), ("sft", None),
+           *((s.command[0], s.command[1] if len(s.command) > 1 else None) for s in ARTIFACT_STAGES))
 
-def _config_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-c", "--config", required=True, help="path to scratchlm.toml")
+
+def _train_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint that verifies")
+    p.add_argument("--resume-from", metavar="STEP_DIR", help="continue from this checkpoint of the run")
+
+
+def _eval_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("verb", nargs="?", choices=("human", "rate"), help="human: write a rating sheet; rate: score it")
+    p.add_argument("sheet", nargs="?", help="the rating sheet (eval rate)")
+    p.add_argument("--checkpoint", help="evaluate this checkpoint with the full suite, stored next to it")
+    p.add_argument("--n", type=int, default=20, help="outputs on the rating sheet (eval human)")
+    p.add_argument("--format", choices=("json", "csv"), default="json", help="rating sheet format (eval human)")
+    p.add_argument("--out", help="rating sheet path (default: the checkpoint's evals folder)")
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", nargs="?", help="a train/<id> directory or a workdir (instead of -c)")
+
+
+# What a stage's command takes beyond -c and --force. `eval` and `report` also do more than run their stage.
+STAGE_OPTIONS = {"train": _train_options, "eval": _eval_options, "report": _report_options}
+OPTIONAL_CONFIG = ("eval", "report")  # `eval rate SHEET`, `eval --checkpoint` without a config, `report RUN_DIR`
+STAGE_HELP = {"eval": "evaluate the final checkpoint per domain; or a checkpoint with the full suite "
+                      "(--checkpoint), write a human rating sheet (human), score one (rate)",
+              "report": "write report.md, report.json and dashboard.html; or, given RUN_DIR, only the dashboard "
+                        "of that training directory or workdir"}
+
+
+def _config_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("-c", "--config", required=required, help="path to scratchlm.toml")
+
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="scratchlm", description="Raw text to a small language model, from scratch.")
@@ -41,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="continue past a plan in error or a contamination error (an eval set mostly copied in training)")
 
-    p = sub.add_parser("plan", help="measure compute, memory and time on this hardware; verdicts before training")
+    p = sub.add_parser("plan", help=STAGE["plan"].help)
     _config_arg(p)
     p.add_argument("--gpu", default=None, help="plan for a preset device instead of this one (e.g. h100, a100-80gb)")
     p.add_argument("--budget-hours", type=float, default=None, help="wall-clock budget the run must fit in")
@@ -62,47 +91,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--code-max-chars", type=int, default=None)
 
-    data = sub.add_parser("data", help="data stage").add_subparsers(dest="verb", required=True)
-    p = data.add_parser("prepare", help="read, clean, dedup and split the sources")
-    _config_arg(p)
-    p.add_argument("--force", action="store_true")
-    from .data.guard_commands import add_parsers as add_guard_parsers
+    groups = {"data": "data stage: prepare, decontaminate, inspect, audit", "tokenizer": "tokenizer stages"}
+    verbs = {group: sub.add_parser(group, help=text).add_subparsers(dest="verb", required=True)
+             for group, text in groups.items()}
+    for stage in ARTIFACT_STAGES:  # one command per stage of the registry
+        group, *verb = stage.command
+        p = (verbs[group].add_parser(verb[0], help=stage.help) if verb else
+             sub.add_parser(group, help=STAGE_HELP.get(stage.name, stage.help)))
+        _config_arg(p, required=stage.name not in OPTIONAL_CONFIG)
+        p.add_argument("--force", action="store_true", help="rerun even if up to date")
+        STAGE_OPTIONS.get(stage.name, lambda p: None)(p)
+    from .decontaminate.command import add_parsers as add_decontaminate_parsers
 
-    add_guard_parsers(data)
+    add_decontaminate_parsers(verbs["data"])
     from .data.inspect_commands import add_parsers as add_inspect_parsers
 
-    add_inspect_parsers(data)
+    add_inspect_parsers(verbs["data"])
     from .data.audit_commands import add_parser as add_audit_parser
 
-    add_audit_parser(data)
-
-    tok = sub.add_parser("tokenizer", help="tokenizer stages").add_subparsers(dest="verb", required=True)
-    for verb, text in (("train", "train the BPE tokenizer"), ("encode", "tokenize the corpus into shards")):
-        p = tok.add_parser(verb, help=text)
-        _config_arg(p)
-        p.add_argument("--force", action="store_true")
-    p = tok.add_parser("compare", help="fertility metrics of tokenizer files side by side on the same text")
+    add_audit_parser(verbs["data"])
+    p = verbs["tokenizer"].add_parser("compare",
+                                      help="fertility metrics of tokenizer files side by side on the same text")
     p.add_argument("tokenizers", nargs="+", metavar="TOKENIZER_JSON")
     p.add_argument("--text", nargs="+", required=True, metavar="PATH", help="JSONL or text files or folders")
     p.add_argument("--code-domain", action="append", default=None,
                    help="domain of source code (repeatable; default: code)")
-
-    p = sub.add_parser("train", help="pretrain the model")
-    _config_arg(p)
-    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint that verifies")
-    p.add_argument("--resume-from", metavar="STEP_DIR", help="continue from this checkpoint of the run")
-    p.add_argument("--force", action="store_true")
-
-    p = sub.add_parser("eval", help="evaluate the final checkpoint per domain; or a checkpoint with the full "
-                                    "suite (--checkpoint), write a human rating sheet (human), score one (rate)")
-    p.add_argument("verb", nargs="?", choices=("human", "rate"), help="human: write a rating sheet; rate: score it")
-    p.add_argument("sheet", nargs="?", help="the rating sheet (eval rate)")
-    p.add_argument("-c", "--config", help="path to scratchlm.toml")
-    p.add_argument("--force", action="store_true")
-    p.add_argument("--checkpoint", help="evaluate this checkpoint with the full suite, stored next to it")
-    p.add_argument("--n", type=int, default=20, help="outputs on the rating sheet (eval human)")
-    p.add_argument("--format", choices=("json", "csv"), default="json", help="rating sheet format (eval human)")
-    p.add_argument("--out", help="rating sheet path (default: the checkpoint's evals folder)")
 
     p = sub.add_parser("sft", help="supervised fine-tuning on conversations, loss on the answers only")
     _config_arg(p)
@@ -129,12 +142,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="int8: a checkpoint with int8 weights, a quarter of the size, for generate/chat/eval")
     p.add_argument("--out", required=True, help="output directory (or .gguf file)")
 
-    p = sub.add_parser("report", help="write report.md, report.json and dashboard.html; or, given RUN_DIR, "
-                                      "only the dashboard of that training directory or workdir")
-    p.add_argument("run_dir", nargs="?", help="a train/<id> directory or a workdir (instead of -c)")
-    p.add_argument("-c", "--config", help="path to scratchlm.toml")
-    p.add_argument("--force", action="store_true")
-
     p = sub.add_parser("generate", help="generate text from a checkpoint")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--prompt", default=None, help="text to continue (default: none, a new document)")
@@ -146,7 +153,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-cache", action="store_true", help="recompute the whole prefix each token (slow)")
 
-    verbs = {"data": data, "tokenizer": tok}
     for command, verb in LOCKING:
         (verbs[command].choices[verb] if verb else sub.choices[command]).add_argument(
             "--wait", action="store_true", help="if another command is using the workdir, wait for it to finish "
@@ -154,8 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 def dispatch(args: argparse.Namespace) -> int:
-    from .config import load_config
-
     if args.command == "quickstart":
         from .quickstart import run_quickstart
 
@@ -180,15 +184,6 @@ def dispatch(args: argparse.Namespace) -> int:
             raise UserError("--prompt is empty; leave it out to generate from the start of a document")
         args.prompt = args.prompt or ""
         stream_to_stdout(args)
-    elif args.command == "eval" and (args.verb or args.checkpoint or not args.config):
-        from .eval.commands import run_eval_command
-
-        run_eval_command(args)
-    elif args.command == "sft":
-        from .sft.train import run_sft
-
-        run_sft(load_config(args.config), Path(args.data), Path(args.checkpoint) if args.checkpoint else None,
-                args.force)
     elif args.command == "chat":
         from .sft.chat import chat_loop
 
@@ -197,53 +192,92 @@ def dispatch(args: argparse.Namespace) -> int:
         from .export.commands import run_export
 
         print(run_export(args))
-
-    elif args.command == "report" and not args.config:
+    elif args.command == "report" and args.run_dir:
         from .monitor.dashboard import resolve_train_dir, write_dashboard
 
-        if not args.run_dir:
-            raise UserError("scratchlm report needs -c CONFIG or a RUN_DIR (a train/<id> directory or a workdir)")
+        if args.config:
+            raise UserError("scratchlm report takes either -c CONFIG or a RUN_DIR, not both")
         run_dir = Path(args.run_dir)
         print(write_dashboard(resolve_train_dir(run_dir), run_dir))
-    elif args.command == "data" and args.verb == "audit":
+    elif args.command == "data" and args.verb == "contamination":
+        from .decontaminate.command import run_command
+
+        return run_command(args)
+    elif args.command == "eval" and not args.config:  # `eval rate SHEET` reads the sheet alone
+        from .eval.commands import run_eval_command
+
+        run_eval_command(args, None, None)
+    elif args.command == "data" and args.verb == "audit" and not args.config:  # `data audit rate SHEET`
         from .data.audit_commands import run_audit_command
 
-        return run_audit_command(args)
-    elif args.command == "data" and args.verb in GUARD_VERBS:
-        from .data.guard_commands import run_guard_command
+        return run_audit_command(args, None)
+    elif args.command == "report" and not args.config:
+        raise UserError("scratchlm report needs -c CONFIG or a RUN_DIR (a train/<id> directory or a workdir)")
+    else:
+        return _dispatch_with_config(args)
+    return 0
 
-        return run_guard_command(args)
-    elif args.command == "data" and args.verb in INSPECT_VERBS:
+
+def _dispatch_with_config(args: argparse.Namespace) -> int:
+    """The commands that read the config and its artifacts (-c), stage commands first."""
+    cfg = _config(args)
+    if args.command == "run":
+        from .stages import run_all
+
+        run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from)
+        return 0
+    if args.command == "plan":
+        from .plan.commands import plan_command
+
+        return plan_command(cfg, plan_artifacts(cfg), args)
+    if args.command == "check":
+        from .plan.commands import check_command
+
+        return check_command(cfg, plan_artifacts, args)
+    art = plan_artifacts(cfg)
+    stage = _stage_command(args)
+    if stage is not None:
+        options = {"train": {"resume": args.resume, "resume_from": args.resume_from} if stage.name == "train" else {},
+                   "decontaminate": {"allow_contaminated": True}}  # the command reports the verdict, exit 1
+        result = stage.run(cfg, art, force=args.force, **options.get(stage.name, {}))
+        if stage.name == "report":
+            print(result["report"])
+        if stage.name == "decontaminate":
+            from .decontaminate.command import print_stage_result
+
+            return print_stage_result(result)
+    elif args.command == "eval":
+        from .eval.commands import run_eval_command
+
+        run_eval_command(args, cfg, art)
+    elif args.command == "sft":
+        from .sft.train import run_sft
+
+        run_sft(cfg, art, Path(args.data), Path(args.checkpoint) if args.checkpoint else None, args.force)
+    elif args.verb == "audit":
+        from .data.audit_commands import run_audit_command
+
+        return run_audit_command(args, art)
+    elif args.verb == "trace":
+        from .tokenizer.provenance import run_trace_command
+
+        return run_trace_command(args, art)
+    elif args.verb in INSPECT_VERBS:
         from .data.inspect_commands import run_inspect_command
 
-        return run_inspect_command(args)
-    else:
-        from . import stages
-
-        if args.command == "report" and args.run_dir:
-            raise UserError("scratchlm report takes either -c CONFIG or a RUN_DIR, not both")
-        from .pipeline import plan_artifacts
-
-        cfg = load_config(args.config)
-        if args.command == "run":
-            stages.run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from)
-            return 0
-        if args.command in ("plan", "check"):
-            from .plan.commands import check_command, plan_command
-
-            return (plan_command if args.command == "plan" else check_command)(cfg, args)
-        art = plan_artifacts(cfg)
-        if args.command == "data" and args.verb == "prepare":
-            stages.stage_data(cfg, art, args.force)
-        elif args.command == "tokenizer":
-            (stages.stage_tokenizer if args.verb == "train" else stages.stage_shards)(cfg, art, args.force)
-        elif args.command == "train":
-            stages.stage_train(cfg, art, resume=args.resume, force=args.force, resume_from=args.resume_from)
-        elif args.command == "eval":
-            stages.stage_eval(cfg, art, args.force)
-        elif args.command == "report":
-            print(stages.stage_report(cfg, art, args.force)["report"])
+        return run_inspect_command(args, art)
     return 0
+
+
+def _stage_command(args: argparse.Namespace):
+    """The registry's stage this command runs, None for another command (`eval human`, `data audit`, ...)."""
+    words = (args.command, getattr(args, "verb", None))
+    for stage in ARTIFACT_STAGES:
+        suite = stage.name == "eval" and (args.verb or args.checkpoint)  # `eval --checkpoint`, `eval human|rate`
+        if stage.command == words[:len(stage.command)] and not suite:
+            return stage
+    return None
+
 
 def _workdir(args: argparse.Namespace) -> tuple[Path, str] | None:
     """The workdir this command uses and how the user named it; None for a command that uses none."""
@@ -251,9 +285,16 @@ def _workdir(args: argparse.Namespace) -> tuple[Path, str] | None:
         return Path(args.workdir), "quickstart --workdir"
     if not getattr(args, "config", None) or (args.command == "eval" and (args.checkpoint or args.verb)):
         return None  # `eval --checkpoint`, `eval human`, `eval rate` write beside the checkpoint or the sheet
-    from .config import load_config
+    return _config(args).workdir, f"{args.config}: [run] workdir"
 
-    return load_config(args.config).workdir, f"{args.config}: [run] workdir"
+
+def _config(args: argparse.Namespace):
+    """The config of -c, loaded once per command (the lock needs its workdir before the command runs)."""
+    if getattr(args, "loaded_config", None) is None:
+        from .stages import load_config
+
+        args.loaded_config = load_config(args.config)
+    return args.loaded_config
 
 def _workdir_lock(args: argparse.Namespace, argv: list[str] | None) -> contextlib.AbstractContextManager:
     """The workdir's lock for a command that writes there; one that only reads it is only checked to be able to

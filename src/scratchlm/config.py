@@ -46,10 +46,18 @@ class Range:
         return f"in {'[' if self.ge is not None else '('}{low:g}, {high:g}{']' if self.le is not None else ')'}"
 
 
-def bounded(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING, **limits) -> Any:
+def bounded(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING,
+            operational: bool = False, **limits) -> Any:
     """A config key with its allowed values beside it: `bounded(0.1, ge=0)`, `bounded(0.5, gt=0, le=1)`.
-    On a table of numbers (dict) the range holds for each value."""
-    return field(default=default, default_factory=default_factory, metadata={"range": Range(**limits)})
+    On a table of numbers (dict) the range holds for each value. operational: see operational()."""
+    return field(default=default, default_factory=default_factory,
+                 metadata={"range": Range(**limits), "in_id": not operational})
+
+
+def operational(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A key that changes how a stage runs (processes, logging, timing) or what another command does, never what
+    the stage produces: it stays out of the stage's artifact ID (Config.identity), so changing it reruns nothing."""
+    return field(default=default, default_factory=default_factory, metadata={"in_id": False})
 
 
 # Source names and domains become file names (train/<source>.jsonl.zst, val/<domain>.jsonl) and parts of
@@ -109,7 +117,7 @@ class DataConfig:
     val_max_share: float = bounded(0.1, ge=0, lt=0.5)  # ... but never past this share of the domain's characters (per-domain losses on a few hundred tokens are noise)
     shard_docs: int = bounded(50_000, ge=1)  # documents per output shard
     seed: int = bounded(1234, ge=0)  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
-    workers: int = bounded(0, ge=0)  # processes for the per-shard steps; 0 uses every core
+    workers: int = bounded(0, ge=0, operational=True)  # processes for the per-shard steps; 0 uses every core
     unit_mb: int = bounded(64, ge=1)  # inputs are cut into work units of about this size (big plain JSONL files by line ranges)
     skip: list[str] = field(default_factory=list)  # steps to switch off, e.g. ["promo", "fuzzy_dedup"]
     languages: list[str] = field(default_factory=lambda: ["en"])  # languages to keep; [] keeps all; code skips
@@ -141,7 +149,7 @@ class TokenizerConfig:
 @dataclass
 class ShardsConfig:
     shard_tokens: int = bounded(268_435_456, ge=1)  # tokens per .bin file; a larger source is split into several
-    workers: int = bounded(0, ge=0)  # tokenizer processes; 0 uses every core
+    workers: int = bounded(0, ge=0, operational=True)  # tokenizer processes; 0 uses every core
 
 @dataclass
 class ModelConfig:
@@ -166,6 +174,10 @@ class ModelConfig:
         return self.head_dim or self.d_model // self.n_head
 
 
+# train/optim.py's ORTHOGONALIZERS, written out: the config knows no stage (a test keeps the two equal).
+ORTHOGONALIZERS = ("newton_schulz", "polar_express")
+
+
 @dataclass
 class TrainConfig:
     max_steps: int = bounded(5000, ge=1)
@@ -176,6 +188,7 @@ class TrainConfig:
     learning_rate: float = bounded(3e-3, gt=0)
     muon_lr: float | None = bounded(None, gt=0)  # learning rate of the Muon-updated matrices; None uses the optimizer's default
     muon_momentum: float = bounded(0.95, ge=0, lt=1)
+    orthogonalizer: str = "newton_schulz"  # newton_schulz | polar_express: how muon and muonh orthogonalize an update
     min_lr_ratio: float = bounded(0.1, ge=0, le=1)  # final learning rate as a share of the peak
     warmup_steps: int = bounded(100, ge=0)
     schedule: str = "cosine"  # cosine | wsd | constant
@@ -188,14 +201,14 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model (worth it on GPU; minutes of warm-up)
     activation_checkpointing: bool = False  # recompute each block in backward: less memory, ~30% more compute
     fsdp: bool = False  # under torchrun, shard parameters and optimizer state (FSDP2) instead of replicating (DDP)
-    prefetch: int = bounded(2, ge=0)  # batches prepared ahead by a background thread; 0 reads in the training thread
+    prefetch: int = bounded(2, ge=0, operational=True)  # batches prepared ahead by a background thread; 0 reads in the training thread
     seed: int = bounded(1337, ge=0)
     checkpoint_every: int = bounded(500, ge=1)  # steps; a checkpoint is also written at the end
-    checkpoint_minutes: float = bounded(0.0, ge=0)  # also checkpoint when this many minutes passed since the last one; 0 disables
+    checkpoint_minutes: float = bounded(0.0, ge=0, operational=True)  # also checkpoint when this many minutes passed since the last one; 0 disables
     keep_last: int = bounded(3, ge=1)  # checkpoints kept on disk (plus the best by validation loss)
     eval_every: int = bounded(500, ge=1)
-    log_every: int = bounded(10, ge=1)
-    threads: int = bounded(0, ge=0)  # CPU threads for torch; 0 uses every core
+    log_every: int = bounded(10, ge=1, operational=True)
+    threads: int = bounded(0, ge=0, operational=True)  # CPU threads for torch; 0 uses every core
 
 @dataclass
 class TaskConfig:
@@ -220,13 +233,9 @@ HUMAN_CRITERIA = [
 ]
 
 @dataclass
-class EvalConfig:
-    max_batches: int = bounded(20, ge=1)  # validation batches per domain
-    prompts: list[str] = field(default_factory=list)  # empty: one prompt per domain, taken from validation docs
-    max_new_tokens: int = bounded(64, ge=1)
-    temperature: float = bounded(0.8, ge=0)  # 0: greedy
-    top_k: int = bounded(50, ge=0)  # 0: sample from the whole vocabulary
-    # `scratchlm eval --checkpoint`, `eval human` (not part of the pipeline's eval stage ID):
+class SuiteConfig:
+    """The keys of `scratchlm eval --checkpoint` (the full suite) and `eval human` (the rating sheet). The
+    pipeline's eval stage does not use them, so they are not part of its ID."""
     diversity_samples: int = bounded(4, ge=1)  # generations per prompt for distinct-n and the repeated n-gram rate
     humaneval: str = "auto"  # auto (when a source has domain "code") | on | off
     humaneval_problems: int = bounded(0, ge=0)  # 0 runs all 164 problems; fewer for a quick look
@@ -235,10 +244,21 @@ class EvalConfig:
     humaneval_temperature: float = bounded(0.8, ge=0)
     sandbox_timeout_s: float = bounded(5.0, gt=0)  # wall-clock limit per candidate program
     sandbox_memory_mb: int = bounded(512, ge=1)  # address-space limit per candidate program
-    tasks: list[TaskConfig] = field(default_factory=list)  # [[eval.tasks]] name/path/kind: your own JSONL tasks
+    tasks: list[TaskConfig] = field(default_factory=list)  # [[eval.suite.tasks]] name/path/kind: your own JSONL tasks
     human_criteria: list[str] = field(default_factory=lambda: list(HUMAN_CRITERIA))  # "name: what it means"
     human_scale: int = bounded(5, ge=2)  # every criterion is scored 1..human_scale
-    sets: list[EvalSetConfig] = field(default_factory=list)  # [[eval.sets]]: held-out sets the training data is guarded against
+
+
+@dataclass
+class EvalConfig:
+    max_batches: int = bounded(20, ge=1)  # validation batches per domain
+    prompts: list[str] = field(default_factory=list)  # empty: one prompt per domain, taken from validation docs
+    max_new_tokens: int = bounded(64, ge=1)
+    temperature: float = bounded(0.8, ge=0)  # 0: greedy
+    top_k: int = bounded(50, ge=0)  # 0: sample from the whole vocabulary
+    suite: SuiteConfig = operational(default_factory=SuiteConfig)
+    # [[eval.sets]]: held-out sets the training data is guarded against; part of the decontaminate stage's ID
+    sets: list[EvalSetConfig] = operational(default_factory=list)
 
 
 @dataclass
@@ -251,7 +271,7 @@ class DecontaminateConfig:
     guard_validation: bool = True  # the validation split is guarded too: its near copies leave training
     validation_min_coverage: float = bounded(0.5, gt=0, le=1)  # share of a validation doc's n-grams a training doc must hold to be a copy
     error_train_share: float = bounded(0.2, gt=0, le=1)  # an eval set whose copies are more than this share of the training text is an error
-    workers: int = bounded(0, ge=0)  # scan processes; 0 uses every core
+    workers: int = bounded(0, ge=0, operational=True)  # scan processes; 0 uses every core
 
 @dataclass
 class SFTConfig:
@@ -319,10 +339,18 @@ class Config:
     def section(self, name: str) -> dict[str, Any]:
         return dataclasses.asdict(getattr(self, name))
 
+    def identity(self, name: str) -> dict[str, Any]:
+        """The section as a stage's artifact ID hashes it: without its operational() keys."""
+        section = getattr(self, name)
+        return {f.name: v for f, v in zip(dataclasses.fields(section), self.section(name).values())
+                if f.metadata.get("in_id", True)}
+
     def to_dict(self) -> dict[str, Any]:
         return {f.name: self.section(f.name) for f in dataclasses.fields(self) if f.name != "path"}
 
-def load_config(path: str | Path) -> Config:
+def parse_config(path: str | Path) -> Config:
+    """The file parsed into a Config: TOML syntax, types and unknown keys. Its values are checked by
+    stages.check_config (validate() below, then each stage's own checks); stages.load_config does both."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"config file {path} not found (create one with `scratchlm init DIR`)")
@@ -332,8 +360,10 @@ def load_config(path: str | Path) -> Config:
         raise UserError(f"{path}: invalid TOML: {e}") from None
     cfg = config_from_dict(raw, where=str(path))
     cfg.path = path.resolve()
-    validate(cfg, str(path))
     return cfg
+
+_SUITE_KEYS = {f.name for f in dataclasses.fields(SuiteConfig)}
+
 
 def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     return _build(Config, raw, where, section="")
@@ -343,13 +373,16 @@ def _build(cls: type, raw: Any, where: str, section: str):
     if not isinstance(raw, dict):
         raise UserError(f"{where}: {label} must be a table")
     if cls is ModelConfig and raw.get("preset") is not None:
-        from .model.presets import apply_preset
+        from .presets import apply_preset
 
         raw = apply_preset(raw, where)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if not (cls is Config and f.name == "path")]
     kwargs = {}
     for key, value in raw.items():
+        if cls is EvalConfig and key in _SUITE_KEYS:
+            raise UserError(f"{where}: `{key}` moved from [eval] to [eval.suite] (the keys of `scratchlm eval "
+                            f"--checkpoint`, apart from the pipeline's eval stage): write it under [eval.suite]")
         if key not in names:
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = f"; did you mean `{close[0]}`?" if close else f"; valid keys: {', '.join(names)}"
@@ -437,44 +470,22 @@ def validate(cfg: Config, where: str) -> None:
     for s in d.sources:
         _check(s.format is None or s.format in FORMATS, where,
                f"source `{s.name}`: format must be one of {', '.join(FORMATS)}, got `{s.format}`")
-    from .data.quality_config import PROFILES, check_overrides
-
-    allowed = [*PROFILES, "auto"]
-    *first, last = allowed
-    for s in d.sources:
-        _check(s.profile is None or s.profile in allowed, where,
-               f"source `{s.name}`: profile must be {', '.join(first)} or {last}, got `{s.profile}`")
-    from .data.clean.language_rules import rules_for
-    from .data.rules import is_rule, rule_names
-
-    for s in d.sources:
-        for rule in s.skip_rules:
-            close = difflib.get_close_matches(rule, rule_names(), n=1)
-            _check(is_rule(rule), where, f"source `{s.name}`: unknown rule `{rule}` in `skip_rules`"
-                   + (f"; did you mean `{close[0]}`?" if close else "; see `scratchlm data rejected` for rule names"))
-    tables = [("[data.language_rules]", d.language_rules)]
-    tables += [(f"source `{s.name}` language_rules", s.language_rules) for s in d.sources]
-    for label, table in tables:
-        for lang, overrides in table.items():
-            try:
-                rules_for(lang, overrides)
-            except UserError as e:
-                raise UserError(f"{where}: {label}: {e}") from None
     for step in d.skip:
         close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"
                + (f"; did you mean `{close[0]}`?" if close else f"; steps: {', '.join(PREPARE_STEPS)}"))
-    check_overrides(d.quality, where)
     _check(m.mlp in ("swiglu", "gelu", "relu2"), where, f"`model.mlp` must be swiglu, gelu or relu2, got `{m.mlp}`")
     _check(t.optimizer in ("adamw", "muon", "muonh"), where, f"`train.optimizer` must be adamw, muon or muonh, got `{t.optimizer}`")
+    _check(t.orthogonalizer in ORTHOGONALIZERS, where,
+           f"`train.orthogonalizer` must be {' or '.join(ORTHOGONALIZERS)}, got `{t.orthogonalizer}`")
     _check(t.schedule in ("cosine", "wsd", "constant"), where, "`train.schedule` must be cosine, wsd or constant")
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")
     _check(t.device in ("auto", "cpu", "cuda", "mps"), where, "`train.device` must be auto, cpu, cuda or mps")
-    e = cfg.eval
-    _check(e.humaneval in ("auto", "on", "off"), where, "`eval.humaneval` must be auto, on or off")
+    e = cfg.eval.suite
+    _check(e.humaneval in ("auto", "on", "off"), where, "`eval.suite.humaneval` must be auto, on or off")
     for i, task in enumerate(e.tasks):
         _check(task.kind in ("multiple_choice", "completion"), where,
-               f"[[eval.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
+               f"[[eval.suite.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
     _validate_eval_sets(cfg, where)
     _check(cfg.monitor.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")
 

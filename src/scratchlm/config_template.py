@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 import re
 from pathlib import Path
 
 from . import config as C
-from .model.presets import PRESET_KEYS
+from .presets import PRESET_KEYS
+from .toml_text import toml_value
 
-SECTIONS = [("run", C.RunConfig), ("data", C.DataConfig), ("tokenizer", C.TokenizerConfig),
-            ("shards", C.ShardsConfig), ("model", C.ModelConfig), ("train", C.TrainConfig), ("eval", C.EvalConfig),
-            ("decontaminate", C.DecontaminateConfig), ("sft", C.SFTConfig),
-            ("monitor", C.MonitorConfig)]
+SECTIONS = [(f.name, typing.get_type_hints(C.Config)[f.name]) for f in dataclasses.fields(C.Config) if f.name != "path"]
+APART = ("sources", "tasks", "sets", "quality", "language_rules")  # tables rendered apart, with examples
 _FIELD_LINE = re.compile(r"^\s+(\w+):[^=]*=\s*.*?(?:#\s*(.*))?$")
 
 def _comments(cls) -> dict[str, str]:
@@ -23,43 +23,39 @@ def _comments(cls) -> dict[str, str]:
             out[m.group(1)] = m.group(2).strip()
     return out
 
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }" if v else "{}"
-    return str(v)
+def _keys(name: str, cls, given: dict) -> list[str]:
+    """One line per key of a section: its value (the default unless given) and its comment."""
+    comments, lines = _comments(cls), []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.name in APART or dataclasses.is_dataclass(default):
+            continue
+        value = given.get(f.name, default)
+        if value is None:
+            lines.append(f"# {f.name} =   # {comments.get(f.name, '')} (unset by default)")
+            continue
+        comment = f"  # {comments[f.name]}" if f.name in comments else ""
+        live = f.name in given or not (name == "model" and f.name in PRESET_KEYS)
+        lines.append(("" if live else "# ") + f"{f.name} = {toml_value(value)}{comment}")
+    return lines + [""]
+
 
 def render_config(sources: list[dict], overrides: dict[str, dict] | None = None) -> str:
     overrides = overrides or {}
     lines = ["# scratchlm config. Every key below shows its default; delete any you do not need to change.",
              "# Paths are relative to this file.", ""]
     for name, cls in SECTIONS:
-        comments = _comments(cls)
         lines.append(f"[{name}]")
         if name == "model":
             lines += ["# The shape keys a preset decides are written commented out: a live key would override the",
                       "# preset (the plan and the train log name every override). Without a preset they default",
                       "# to the values shown."]
-        for f in dataclasses.fields(cls):
-            if f.name in ("sources", "tasks", "sets", "quality", "language_rules"):  # tables are rendered apart
-                continue
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            given = f.name in overrides.get(name, {})
-            value = overrides[name][f.name] if given else default
-            if value is None:
-                lines.append(f"# {f.name} =   # {comments.get(f.name, '')} (unset by default)")
-                continue
-            comment = f"  # {comments[f.name]}" if f.name in comments else ""
-            live = given or not (name == "model" and f.name in PRESET_KEYS)
-            lines.append(("" if live else "# ") + f"{f.name} = {_toml_value(value)}{comment}")
-        lines.append("")
+        lines += _keys(name, cls, overrides.get(name, {}))
+        for f in dataclasses.fields(cls):  # a section within the section: [eval.suite]
+            if f.name not in APART and dataclasses.is_dataclass(f.default_factory):
+                lines += [f"[{name}.{f.name}]"] + (
+                    [f"# {line.strip()}" for line in inspect.getdoc(f.default_factory).splitlines()])
+                lines += _keys(f"{name}.{f.name}", f.default_factory, overrides.get(name, {}).get(f.name, {}))
         if name == "data":
             from .data.quality_config import template_lines
 
@@ -73,7 +69,7 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
         lines.append("[[data.sources]]")
         for key, value in s.items():
             comment = f"  # {src_comments[key]}" if key in src_comments else ""
-            lines.append(f"{key} = {_toml_value(value)}{comment}")
+            lines.append(f"{key} = {toml_value(value)}{comment}")
         lines.append("")
     lines += _eval_set_example()
     return "\n".join(lines)
@@ -95,7 +91,7 @@ def _eval_set_example() -> list[str]:
                "domain": "support"}
     lines = ["# Held-out eval sets (optional): fixed before training, fingerprinted, and removed from the training",
              "# data wherever it holds a copy (`scratchlm data decontaminate`). One table per set:", "# [[eval.sets]]"]
-    lines += [f"# {k} = {_toml_value(v)}" + (f"  # {comments[k]}" if k in comments else "") for k, v in example.items()]
+    lines += [f"# {k} = {toml_value(v)}" + (f"  # {comments[k]}" if k in comments else "") for k, v in example.items()]
     return lines + [""]
 
 

@@ -6,13 +6,13 @@ decided by comparing IDs instead of trusting timestamps.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Iterable
 
 import xxhash
 
+from .atomic import atomic_write_text
 from .errors import UserError
 
 ID_LEN = 12  # hex chars; 48 bits is plenty to tell versions of one project apart
@@ -84,17 +84,6 @@ def file_safe(name: str) -> str:
         return name
     readable = re.sub(r"[^\w.+-]", "_", name).lstrip(".-")
     return f"{readable}-{content_id(name)[:8]}"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temp file, fsync, rename: a crash leaves the old file or the new one, never half of one."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, obj: Any) -> None:

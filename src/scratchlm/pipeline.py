@@ -1,8 +1,8 @@
-"""The stage graph: which stage consumes which artifact, how each artifact's ID is derived, and skipping.
+"""Artifacts: where a stage's output lives, how its ID is derived, and skipping a stage that is up to date.
 
-An artifact's ID hashes the IDs of its inputs and its own config section. A stage whose output directory
-`<workdir>/<stage>/<id>/` holds a finished manifest is skipped, with the reason printed; changing one config
-value changes the IDs of exactly the stages downstream of it, so exactly those rerun.
+An artifact's ID hashes the IDs of its inputs and its own config (stages.py declares both, per stage). A stage whose
+output directory `<workdir>/<stage>/<id>/` holds a finished manifest is skipped, with the reason printed; changing one
+config value changes the IDs of exactly the stages downstream of it, so exactly those rerun.
 """
 from __future__ import annotations
 
@@ -14,22 +14,10 @@ from typing import Callable
 
 from .config import Config
 from .errors import UserError
-from .ids import DigestCache, content_id, files_id, read_json, write_json
+from .ids import read_json, write_json
 from .progress import duration, log
 
-STAGES = ("data", "decontaminate", "tokenizer", "shards", "train", "eval", "report")
-COMMAND = {"data": "scratchlm data prepare", "decontaminate": "scratchlm data decontaminate", "tokenizer": "scratchlm tokenizer train",
-           "shards": "scratchlm tokenizer encode", "train": "scratchlm train", "eval": "scratchlm eval",
-           "report": "scratchlm report"}
 MANIFEST = "manifest.json"
-NOT_SEMANTIC = {"train": {"threads", "log_every", "prefetch", "checkpoint_minutes"},
-                "data": {"workers"}, "shards": {"workers"},
-                # used by `scratchlm eval --checkpoint` / `eval human`, not by the pipeline's eval stage
-                "eval": {"diversity_samples", "humaneval", "humaneval_problems", "humaneval_samples",
-                         "humaneval_max_new_tokens", "humaneval_temperature", "sandbox_timeout_s",
-                         "sandbox_memory_mb", "tasks", "human_criteria", "human_scale",
-                         "sets"},  # [[eval.sets]] belong to the decontaminate stage's ID
-                "decontaminate": {"workers"}}  # keys that cannot change what a stage produces
 
 
 @dataclass
@@ -38,6 +26,8 @@ class Artifact:
     id: str
     dir: Path
     inputs: dict[str, str] = field(default_factory=dict)
+    command: str = ""  # the command that makes it, for "run X first"
+    lineage: tuple[str, ...] = ()  # JSON files of it copied into the workdir's lineage.json
 
     @property
     def done(self) -> bool:
@@ -47,50 +37,10 @@ class Artifact:
         return read_json(self.dir / MANIFEST)
 
 
-def _section(cfg: Config, name: str) -> dict:
-    sec = cfg.section(name)
-    for key in NOT_SEMANTIC.get(name, ()):
-        sec.pop(key, None)
-    return sec
-
-
-def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
-    from .data.decontaminate import eval_set_inputs
-    from .data.readers import source_files
-    from .tokenizer.bpe import DOCUMENT_WRAP
-
-    work = cfg.workdir
-    cache = DigestCache(work / ".digests.json")
-    sources = []
-    for src in cfg.data.sources:
-        files = source_files(src, cfg.base_dir)
-        sources.append({"source": vars(src), "files": files_id(files, cache, cfg.base_dir)})
-    eval_sets = eval_set_inputs(cfg, cache)
-    cache.save()
-    data_cfg = {k: v for k, v in _section(cfg, "data").items() if k != "sources"}
-    ids: dict[str, str] = {}
-    inputs: dict[str, dict[str, str]] = {}
-
-    def make(stage: str, deps: list[str], *config) -> None:
-        inputs[stage] = {d: ids[d] for d in deps}
-        ids[stage] = content_id(stage, inputs[stage], *config)
-
-    make("data", [], sources, data_cfg)
-    make("decontaminate", ["data"], _section(cfg, "decontaminate"), eval_sets)
-    make("tokenizer", ["decontaminate"], _section(cfg, "tokenizer"))
-    # How a document is wrapped is part of what the shards are: hashing it makes a workdir tokenized under an
-    # older convention (BOS-only documents) re-encode, instead of training on shards that never show an EOS.
-    make("shards", ["decontaminate", "tokenizer"], _section(cfg, "shards"), {"document": DOCUMENT_WRAP})
-    make("train", ["shards", "tokenizer"], _section(cfg, "model"), _section(cfg, "train"), cfg.eval.prompts)
-    make("eval", ["train", "shards"], _section(cfg, "eval"))
-    make("report", ["eval", "train", "shards", "tokenizer", "data"])
-    return {s: Artifact(s, ids[s], work / s / ids[s], inputs[s]) for s in STAGES}
-
-
 def require(art: dict[str, Artifact], stage: str) -> Artifact:
     a = art[stage]
     if not a.done:
-        raise UserError(f"the {stage} stage for this config (id {a.id}) has not run yet: run `{COMMAND[stage]} -c "
+        raise UserError(f"the {stage} stage for this config (id {a.id}) has not run yet: run `{a.command} -c "
                         f"CONFIG` or `scratchlm run -c CONFIG`")
     return a
 
@@ -125,7 +75,7 @@ def _write_lineage(cfg: Config, art: dict[str, Artifact]) -> None:
     for s, a in art.items():
         if a.done:
             lineage["artifacts"][s] = {"id": a.id, "dir": str(a.dir.relative_to(cfg.workdir)), "inputs": a.inputs}
-    guard = art.get("decontaminate")
-    if guard is not None and guard.done:  # eval sets, each with an ID that depends only on its own items
-        lineage["eval_sets"] = read_json(guard.dir / "eval_sets.json")
+    for a in art.values():  # e.g. the eval sets, each with an ID that depends only on its own items
+        for name in a.lineage if a.done else ():
+            lineage[Path(name).stem] = read_json(a.dir / name)
     write_json(path, lineage)

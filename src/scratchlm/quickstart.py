@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import load_config
+from .stages import load_config
 from .config_template import render_config
 from .data.builtin import build_builtin_corpus
 
 CODE_CHARS = 4_000_000  # the stdlib is ~30 MB; a 4 MB sample keeps the quickstart within its 10-minute budget
 PRESET = {
-    "run": {"workdir": ".", "demo": True},  # see demo.py: what a 10-minute CPU demo cannot avoid
+    "run": {"workdir": ".", "demo": True},  # see plan/demo.py: what a 10-minute CPU demo cannot avoid
     "data": {"min_chars": 200, "val_fraction": 0.1, "val_max_docs": 60, "unit_mb": 1},
     "tokenizer": {"vocab_size": 4096, "sample_chars": 5_000_000},
     "model": {"preset": "tiny"},

@@ -1,23 +1,46 @@
-"""Each pipeline stage as one call: resolve its inputs, run it (or skip it), return its result."""
+"""The stage registry: every stage of the pipeline, declared once, in the order `scratchlm run` runs them.
+
+A declaration (STAGES, at the end of this file) names the stage, the package holding its code, the stages whose
+artifacts it reads, the config sections its ID hashes, the command that runs it alone, and the function that runs
+it. Everything else is derived from it: the artifact IDs (plan_artifacts), the run order (run_all), the CLI's stage
+commands, the "run X first" messages and the config checks of each stage (load_config). The README's stage table
+is checked against it by tests/test_stage_registry.py. Adding a stage means one declaration and its package.
+
+Each stage function below resolves the stage's inputs and calls into its package; the package imports are lazy so
+that the CLI starts fast.
+"""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
+from . import config as config_file
 from .config import Config
-from .pipeline import Artifact, plan_artifacts, require, run_stage
+from .ids import DigestCache, content_id, files_id
+from .pipeline import Artifact, require, run_stage
 from .progress import log
 
 
 def stage_data(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
     from .data.prepare import prepare_data
 
-    return run_stage(cfg, art, "data", lambda out: prepare_data(cfg, out), force)
+    return run_stage(cfg, art, "data", lambda out: prepare_data(cfg, out, size_estimate(cfg)), force)
+
+
+def size_estimate(cfg: Config):
+    """The tokenizer and model pieces of the data stage's corpus-size verdict."""
+    from .data.token_estimate import SizeEstimate
+    from .model.gpt import GPT
+    from .tokenizer.token_estimate import measure_ratio
+
+    return SizeEstimate(measure_ratio, GPT.count_params(cfg.model, cfg.tokenizer.vocab_size))
 
 
 def stage_decontaminate(cfg: Config, art: dict[str, Artifact], force: bool = False,
                          allow_contaminated: bool = False) -> dict:
-    from .data.decontaminate import check_verdict, decontaminate_corpus
+    from .decontaminate.stage import check_verdict, decontaminate_corpus
 
     result = run_stage(cfg, art, "decontaminate", lambda out: decontaminate_corpus(cfg, art["data"].dir, out), force)
     check_verdict(result, allow_contaminated)
@@ -25,7 +48,7 @@ def stage_decontaminate(cfg: Config, art: dict[str, Artifact], force: bool = Fal
 
 
 def train_data_dir(art: dict[str, Artifact]) -> Path:
-    """Where the stages after the guard read documents: the decontaminated split, laid out like data/<id>."""
+    """Where the stages after decontamination read documents: the decontaminated split, laid out like data/<id>."""
     return art["decontaminate"].dir
 
 
@@ -50,7 +73,7 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
 
     prompts = cfg.eval.prompts or default_prompts(require(art, "data").dir)
     if not art["train"].done:
-        from .data.mix import planned_mix
+        from .train.mix import planned_mix
         from .ids import read_json
 
         for warning in planned_mix(cfg, read_json(require(art, "shards").dir / "shards.json")).warnings:
@@ -78,22 +101,21 @@ def stage_eval(cfg: Config, art: dict[str, Artifact], force: bool = False) -> di
 def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
     from .report.build import build_report
 
-    dirs = {s: art[s].dir for s in ("data", "tokenizer", "shards", "train", "eval")}
-    dirs["decontaminate"] = art["decontaminate"].dir
+    dirs = {s: a.dir for s, a in art.items() if s != "report"}  # in pipeline order
     ids = {s: a.id for s, a in art.items() if s != "report"}
     return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out, cfg.run.demo), force)
 
 
 def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0) -> dict | None:
     """Plan the training about to start (not when it is already done); refuse a plan in error unless forced."""
-    from .demo import accepted_notes, blocking_errors
+    from .plan.demo import accepted_notes, blocking_errors
     from .errors import UserError
     from .plan.make import make_plan
     from .plan.render import render_plan
 
     if art["train"].done:
         return None
-    plan = make_plan(cfg, art=art, probe_seconds=probe_seconds)
+    plan = make_plan(cfg, art, probe_seconds=probe_seconds)
     log(render_plan(plan))
     for note in accepted_notes(plan["verdicts"], cfg.run.demo):
         log(f"plan: {note}")
@@ -104,24 +126,130 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
     return plan
 
 
-def stage_training_inputs(cfg: Config, art: dict[str, Artifact], allow_contaminated: bool = False) -> None:
-    """Every stage training reads from: data, decontaminate, tokenizer, shards."""
-    stage_data(cfg, art)
-    stage_decontaminate(cfg, art, allow_contaminated=allow_contaminated)
-    stage_tokenizer(cfg, art)
-    stage_shards(cfg, art)
+def _data_identity(cfg: Config, cache: DigestCache) -> list:
+    """The sources' settings and file digests, and the [data] keys (less the sources, hashed apart)."""
+    from .data.readers import source_files
+
+    sources = [{"source": vars(src), "files": files_id(source_files(src, cfg.base_dir), cache, cfg.base_dir)}
+               for src in cfg.data.sources]
+    return [sources, {k: v for k, v in cfg.identity("data").items() if k != "sources"}]
+
+
+def _decontaminate_identity(cfg: Config, cache: DigestCache) -> list:
+    from .decontaminate.stage import eval_set_inputs
+
+    return [cfg.identity("decontaminate"), eval_set_inputs(cfg, cache)]
+
+
+def _shards_identity(cfg: Config, cache: DigestCache) -> list:
+    # How a document is wrapped is part of what the shards are: hashing it makes a workdir tokenized under an
+    # older convention (BOS-only documents) re-encode, instead of training on shards that never show an EOS.
+    from .tokenizer.bpe import DOCUMENT_WRAP
+
+    return [cfg.identity("shards"), {"document": DOCUMENT_WRAP}]
+
+
+def _train_identity(cfg: Config, cache: DigestCache) -> list:
+    # The sample prompts are fixed for the whole run (its sample diffs compare them step to step).
+    return [cfg.identity("model"), cfg.identity("train"), cfg.eval.prompts]
+
+
+def _check_data_config(cfg: Config, where: str) -> None:
+    from .data.config_checks import check_data_config
+
+    check_data_config(cfg, where)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    package: str  # where its code lives
+    inputs: tuple[str, ...]  # stages whose artifacts it reads; their IDs are part of its ID
+    sections: tuple[str, ...]  # config sections it reads; its ID hashes them, less their operational() keys
+    command: tuple[str, ...]  # the words of the command that runs it alone: ("data", "prepare")
+    help: str
+    run: Callable[..., Any]  # run(cfg, art, force=False, **options)
+    identity: Callable[[Config, DigestCache], list] | None = None  # what its ID hashes, when more than its sections
+    check: Callable[[Config, str], None] | None = None  # config checks that need the stage's own tables
+    artifact: bool = True  # False: a gate before the next stage, which writes no artifact and is never skipped
+    lineage: tuple[str, ...] = ()  # JSON files of its artifact copied into the workdir's lineage.json
+
+    @property
+    def cli(self) -> str:
+        return "scratchlm " + " ".join(self.command)
+
+
+STAGES = (
+    Stage("data", "data", (), ("data",), ("data", "prepare"), "read, clean, dedup and split the sources",
+          stage_data, _data_identity, _check_data_config),
+    Stage("decontaminate", "decontaminate", ("data",), ("decontaminate",), ("data", "decontaminate"),
+          "remove eval-set text ([[eval.sets]] and validation) from training", stage_decontaminate,
+          _decontaminate_identity, lineage=("eval_sets.json",)),
+    Stage("tokenizer", "tokenizer", ("decontaminate",), ("tokenizer",), ("tokenizer", "train"),
+          "train the BPE tokenizer", stage_tokenizer),
+    Stage("shards", "tokenizer", ("decontaminate", "tokenizer"), ("shards",), ("tokenizer", "encode"),
+          "tokenize the corpus into shards", stage_shards, _shards_identity),
+    Stage("plan", "plan", ("shards", "tokenizer"), ("model", "train"), ("plan",),
+          "measure compute, memory and time on this hardware; verdicts before training", stage_plan,
+          artifact=False),
+    Stage("train", "train", ("shards", "tokenizer"), ("model", "train"), ("train",), "pretrain the model",
+          stage_train, _train_identity),
+    Stage("eval", "eval", ("train", "shards"), ("eval",), ("eval",), "evaluate the final checkpoint per domain",
+          stage_eval),
+    Stage("report", "report", ("eval", "train", "shards", "tokenizer", "data"), (), ("report",),
+          "write report.md, report.json and dashboard.html", stage_report),
+)
+STAGE = {s.name: s for s in STAGES}
+ARTIFACT_STAGES = tuple(s for s in STAGES if s.artifact)
+
+
+def load_config(path: str | Path) -> Config:
+    """The config file, parsed and checked."""
+    cfg = config_file.parse_config(path)
+    check_config(cfg, str(path))
+    return cfg
+
+
+def check_config(cfg: Config, where: str) -> None:
+    """Ranges and keys that contradict each other (config.validate), then each stage's own checks."""
+    config_file.validate(cfg, where)
+    for stage in STAGES:
+        if stage.check is not None:
+            stage.check(cfg, where)
+
+
+def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
+    """Every artifact of this config, in pipeline order: its ID (inputs' IDs and own config hashed) and folder."""
+    cache = DigestCache(cfg.workdir / ".digests.json")
+    ids: dict[str, str] = {}
+    art: dict[str, Artifact] = {}
+    for stage in ARTIFACT_STAGES:
+        inputs = {d: ids[d] for d in stage.inputs}
+        parts = stage.identity(cfg, cache) if stage.identity else [cfg.identity(s) for s in stage.sections]
+        ids[stage.name] = content_id(stage.name, inputs, *parts)
+        art[stage.name] = Artifact(stage.name, ids[stage.name], cfg.workdir / stage.name / ids[stage.name], inputs,
+                                   stage.cli, stage.lineage)
+    cache.save()
+    return art
 
 
 def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from: Path | None = None) -> dict:
-    """force: continue past a plan in error, or a contamination error (an eval set mostly copied in training)."""
+    """Every stage in order, each skipped when up to date. force: continue past a plan in error, or a
+    contamination error (an eval set mostly copied in training)."""
     art = plan_artifacts(cfg)
-    stage_training_inputs(cfg, art, allow_contaminated=force)
-    stage_plan(cfg, art, force)
-    stage_train(cfg, art, resume=resume, resume_from=resume_from)
-    stage_eval(cfg, art)
-    result = stage_report(cfg, art)
+    options = {"decontaminate": {"allow_contaminated": force}, "plan": {"force": force},
+               "train": {"resume": resume, "resume_from": resume_from}}
+    result = None
+    for stage in STAGES:
+        result = stage.run(cfg, art, **options.get(stage.name, {}))
     log(f"report: {result['report']} (validation loss {result['val_loss']:.3f} vs unigram baseline "
         f"{result['unigram_loss']:.3f} nats/token)")
     for line in result.get("expected_in_demo", []):
         log(f"expected in this demo: {line}")
     return result
+
+
+def stage_training_inputs(cfg: Config, art: dict[str, Artifact], allow_contaminated: bool = False) -> None:
+    """Every stage training reads from: data, decontaminate, tokenizer, shards."""
+    for stage in STAGES[:STAGES.index(STAGE["shards"]) + 1]:
+        stage.run(cfg, art, **({"allow_contaminated": allow_contaminated} if stage.name == "decontaminate" else {}))

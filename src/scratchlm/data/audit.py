@@ -158,7 +158,7 @@ def show(data_dir: Path, final_dir: Path, doc_id: str) -> str:
 
 
 def _same_doc(found: str, wanted: str) -> bool:
-    """The document itself, its held-out tail (`ID#val`) or the pieces the span-mode guard left (`ID#0`...)."""
+    """The document itself, its held-out tail (`ID#val`) or the pieces span-mode decontamination left (`ID#0`...)."""
     return found == wanted or (found.startswith(wanted + "#") and "#" not in found[len(wanted) + 1:])
 
 

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UserError
+from ..pipeline import Artifact, require
 
 
 def add_parser(data: argparse._SubParsersAction) -> None:
@@ -31,7 +32,8 @@ def render_figures(figures) -> str:
     return "\n".join(lines)
 
 
-def run_audit_command(args: argparse.Namespace) -> int:
+def run_audit_command(args: argparse.Namespace, art: dict[str, Artifact] | None) -> int:
+    """art: the artifacts of the config given with -c, None without -c."""
     from .audit_sheet import KEPT, rate_audit_sheet, write_audit_sheet
     from .audit_verdicts import audit_figures
 
@@ -41,12 +43,9 @@ def run_audit_command(args: argparse.Namespace) -> int:
         sheet = rate_audit_sheet(Path(args.sheet))
         print(render_figures(audit_figures(sheet["items"], sheet.get("decisions"))))
         return 0
-    if not args.config:
+    if art is None:
         raise UserError("scratchlm data audit needs -c CONFIG (or `rate SHEET` to label a sheet)")
-    from ..config import load_config
-    from ..pipeline import plan_artifacts, require
-
-    data = require(plan_artifacts(load_config(args.config)), "data")
+    data = require(art, "data")
     path, sheet = write_audit_sheet(data.dir, data.id, args.per_rule, args.source,
                                     Path(args.out) if args.out else None, args.force)
     rules = {(it["source"], it["rule"]) for it in sheet["items"] if it["rule"] != KEPT}

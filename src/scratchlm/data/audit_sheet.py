@@ -19,8 +19,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..atomic import atomic_write_text
 from ..errors import UserError
-from ..ids import atomic_write_text, read_json
+from ..ids import read_json
 from ..rating import QUIT, SKIP, ask_answer
 from .audit import ledger_records
 from .jsonl import read_jsonl

@@ -1,34 +1,64 @@
 """The corpus-wide dedup steps, across every source, in input order (the first occurrence is kept, so an earlier
 source wins): whole documents (exact hash, MinHash near duplicates, containment) right after reading, and
-paragraphs (plus the skeletons cuts leave behind) after the filters.
+paragraphs (plus the skeletons cuts leave behind) after the filters (paragraph_step.py).
 
-They only decide; the per-unit `dedup` and `paragraphs` steps apply the decisions in parallel and record them
-in the ledger. Decisions go to one small file per unit, keyed by everything upstream, so a rerun with the same
-upstream outputs reuses them without reading the corpus again.
+They only decide, into one small decisions file per unit; the document steps `dedup` and `paragraphs` apply the
+decisions in parallel and record them in the ledger.
 """
 from __future__ import annotations
 
-import os
-import re
-import shutil
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from ..config import DataConfig
-from ..ids import content_id, read_json, write_json
 from ..progress import bar, log
 from .clean.structure import similarity_text
-from .jsonl import ShardWriter
-from .step_runner import StepRunner, temp_beside
+from .jsonl import ShardWriter, read_jsonl
+from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
+from .step_context import StepContext
+from .units import Unit
 
 BATCH = 1024
 EXAMPLES = 5
-_PARAGRAPH_BREAK = re.compile(r"\r?\n(?:[ \t]*\r?\n)+")  # the dedup package's paragraph boundary
 
 
-def _paragraph_texts(text: str, indices: list[int]) -> list[str]:
-    paragraphs = _PARAGRAPH_BREAK.split(text)
-    return [paragraphs[i] for i in indices if i < len(paragraphs)]
+def decision_writers(units: list[Unit], out: Path) -> dict[str, ShardWriter]:
+    return {u.name: ShardWriter(out, u.name, per_shard=1 << 62, level=1) for u in units}
+
+
+def close_decisions(writers: dict[str, ShardWriter], out: Path) -> None:
+    for w in writers.values():
+        w.close()
+    for name in writers:  # a unit without decisions has no file
+        if (path := out / f"{name}-00000.jsonl.zst").exists():
+            path.rename(out / f"{name}.jsonl.zst")
+
+
+def decisions_of(step: CorpusStep) -> Callable[[Corpus, Unit], str]:
+    """The state of the step that applies `step`'s decisions: the unit's decisions file, relative to the cache."""
+    return lambda corpus, unit: corpus.decision(step, unit).file(f"{unit.name}.jsonl.zst")
+
+
+def _decisions(ctx: StepContext) -> dict[str, dict]:
+    if "decisions" not in ctx.memo:
+        path = ctx.cache / ctx.state
+        ctx.memo["decisions"] = {r.pop("id"): r for r in read_jsonl(path)} if path.exists() else {}
+    return ctx.memo["decisions"]
+
+
+def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
+    """Apply the corpus-wide decisions for this unit: drop duplicates (and skeletons), cut duplicate paragraphs."""
+    decision = _decisions(ctx).get(doc["id"])
+    if decision is None or ctx.skips(decision.get("rule", "paragraph_duplicate")):
+        return doc
+    if decision["action"] == "drop":
+        ctx.drop(doc["id"], decision["rule"], decision["detail"], doc["text"], decision.get("score"))
+        return None
+    original = doc["text"]
+    doc["text"] = decision["text"]
+    ctx.removed(doc["id"], "paragraph_duplicate", decision["removed"], "paragraph", decision["detail"], original)
+    return doc
 
 
 def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dict[str, str]) -> dict:
@@ -44,65 +74,33 @@ def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dic
                           "excerpt": excerpts.get(kept, "")} for kept, m in largest]}
 
 
-def _cached(out: Path, decide) -> tuple[dict, dict]:
-    """Run `decide(tmp_dir) -> (report, survivors)` unless its result for this key is already on disk."""
-    if (out / "report.json").exists():
-        saved = read_json(out / "report.json")
-        return saved["report"], saved["survivors"]
-    with temp_beside(out) as tmp:
-        report, survivors = decide(tmp)
-        write_json(tmp / "report.json", {"report": report, "survivors": survivors})
-        shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
-    return report, survivors
+@dataclass(frozen=True)
+class DocumentDedupSettings:
+    skip: tuple[str, ...]  # of exact_dedup and fuzzy_dedup, those in data.skip
+    fuzzy_threshold: float
+    containment_threshold: float
+    code_sources: tuple[str, ...]  # compared whole: a code file is all code, there is no prose to compare
+
+    @classmethod
+    def of(cls, corpus: Corpus) -> DocumentDedupSettings:
+        d = corpus.data
+        return cls(tuple(sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup"})), d.fuzzy_threshold,
+                   d.containment_threshold, tuple(sorted(s.name for s in d.sources if s.filter_profile == "code")))
 
 
-def _writers(run: StepRunner, out: Path) -> dict[str, ShardWriter]:
-    return {u.name: ShardWriter(out, u.name, per_shard=1 << 62, level=1) for u in run.units}
-
-
-def _close(writers: dict[str, ShardWriter], out: Path) -> None:
-    for w in writers.values():
-        w.close()
-    for name in writers:  # a unit without decisions has no file
-        if (path := out / f"{name}-00000.jsonl.zst").exists():
-            path.rename(out / f"{name}.jsonl.zst")
-
-
-def document_duplicates(run: StepRunner, d: DataConfig, cache: Path) -> tuple[dict[str, str], dict]:
-    """(unit name -> decisions file, report) for whole documents: exact, near (MinHash) and partial copies
-    (containment), decided on the text as read, across every source, before any rule counts lines across
-    documents or cuts per source (a page copied five times keeps one copy; the same page in two sources is one
-    page)."""
-    skip = sorted(set(d.skip) & {"exact_dedup", "fuzzy_dedup"})
-    settings = {"skip": skip, "fuzzy_threshold": d.fuzzy_threshold, "containment": d.containment_threshold,
-                "code_sources": sorted(_code_sources(d)), "version": 4}
-    out = cache / "dedup" / content_id("document_dedup", [run.keys[u.name] for u in run.units], settings)
-    report, _ = _cached(out, lambda tmp: (_decide_documents(run, d, skip, tmp), {}))
-    return _decision_files(out, run), report
-
-
-def _decision_files(out: Path, run: StepRunner) -> dict[str, str]:
-    """Unit name -> its decisions file, relative to the cache: the path is part of the apply step's key, which
-    must not change when the workdir moves."""
-    return {u.name: f"{out.parent.name}/{out.name}/{u.name}.jsonl.zst" for u in run.units}
-
-
-def _code_sources(d: DataConfig) -> set[str]:
-    """Sources whose documents are compared whole: a code file is all code, there is no prose to compare."""
-    return {s.name for s in d.sources if s.filter_profile == "code"}
-
-
-def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path) -> dict:
+def find_duplicates(ctx: CorpusContext) -> dict:
+    """Whole documents: exact, near (MinHash) and partial copies (containment), decided on the text as read,
+    across every source, before any rule counts lines across documents or cuts per source (a page copied five
+    times keeps one copy; the same page in two sources is one page)."""
     from .dedup import ContainmentConfig, ContainmentFinder, ExactDeduper, FuzzyDeduper, MinHashConfig
 
-    exact = ExactDeduper() if "exact_dedup" not in skip else None
-    fuzzy = FuzzyDeduper(MinHashConfig(threshold=d.fuzzy_threshold)) if "fuzzy_dedup" not in skip else None
-    contained = ContainmentFinder(ContainmentConfig(threshold=d.containment_threshold)) \
-        if "fuzzy_dedup" not in skip else None
+    s: DocumentDedupSettings = ctx.settings
+    exact = ExactDeduper() if "exact_dedup" not in s.skip else None
+    fuzzy = FuzzyDeduper(MinHashConfig(threshold=s.fuzzy_threshold)) if "fuzzy_dedup" not in s.skip else None
+    contained = ContainmentFinder(ContainmentConfig(threshold=s.containment_threshold)) \
+        if "fuzzy_dedup" not in s.skip else None
     exact_of: dict[str, tuple[str, float | None]] = {}
     excerpts: dict[str, str] = {}
-    total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
 
     ids, texts = [], []
 
@@ -113,17 +111,18 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
             ids.clear()
             texts.clear()
 
-    code_sources, code_ids = _code_sources(d), set()
-    for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: exact, minhash, containment", unit="doc"):
+    code_ids = set()
+    for unit, doc in bar(ctx.docs(), total=ctx.docs_total(), desc="dedup: exact, minhash, containment", unit="doc"):
         if exact is not None and (kept := exact.check(doc["id"], doc["text"])) is not None:
             exact_of[doc["id"]] = (kept, None)
             excerpts.setdefault(kept, doc["text"][:160])
             continue
         if fuzzy is not None:
             ids.append(doc["id"])
-            if unit.source in code_sources:  # a code file is compared whole, and a near copy is a copy
+            whole = unit.source in s.code_sources  # a code file is compared whole, and a near copy is a copy
+            if whole:
                 code_ids.add(doc["id"])
-            texts.append(doc["text"] if unit.source in code_sources else similarity_text(doc["text"]))
+            texts.append(doc["text"] if whole else similarity_text(doc["text"]))
             if len(ids) >= BATCH:
                 flush()
     if fuzzy is not None:
@@ -138,10 +137,10 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
         near_of.pop(doc_id, None)
         part_of.pop(doc_id, None)
 
-    writers = _writers(run, out)
+    writers = decision_writers(ctx.units, ctx.out)
     wanted = set(exact_of) | set(near_of) | set(part_of) | {k for k, _ in near_of.values()} \
         | {k for k, _ in part_of.values()}
-    for unit, doc in run.iter_docs():
+    for unit, doc in ctx.docs():
         doc_id = doc["id"]
         if doc_id not in wanted:
             continue
@@ -159,86 +158,13 @@ def _decide_documents(run: StepRunner, d: DataConfig, skip: list[str], out: Path
         else:
             continue
         writers[unit.name].write({"id": doc_id, "action": "drop", **decision})
-    _close(writers, out)
+    close_decisions(writers, ctx.out)
     log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies; {len(own_text)} "
         f"pages that share most of their text with another but have words of their own kept")
     return {"exact": _cluster_summary(exact_of, excerpts), "fuzzy": _cluster_summary(near_of, excerpts),
-            "contained": _cluster_summary(part_of, excerpts), "kept_with_own_text": len(own_text), "skipped": skip}
+            "contained": _cluster_summary(part_of, excerpts), "kept_with_own_text": len(own_text),
+            "skipped": list(s.skip)}
 
 
-def paragraph_duplicates(run: StepRunner, d: DataConfig, cache: Path,
-                         paragraph_units: set[str]) -> tuple[dict[str, str], dict, dict]:
-    """(unit name -> decisions file, report, domain -> [(doc id, kept chars, unit name)] of the survivors).
-    Duplicate paragraphs are cut only from documents of `paragraph_units` (prose, not code); a document that
-    cuts leave as a skeleton (too short, or mostly headings) is dropped with the rule `skeleton`."""
-    skip = sorted(set(d.skip) & {"paragraph_dedup"})
-    settings = {"skip": skip, "fuzzy_threshold": d.fuzzy_threshold, "min_paragraph_words": d.min_paragraph_words,
-                "min_docs": d.paragraph_min_docs, "min_chars": d.min_chars,
-                "paragraph_units": sorted(paragraph_units), "version": 3}
-    out = cache / "dedup" / content_id("paragraph_dedup", [run.keys[u.name] for u in run.units], settings)
-    report, survivors = _cached(out, lambda tmp: _decide_paragraphs(run, d, skip, paragraph_units, tmp))
-    return _decision_files(out, run), report, survivors
-
-
-def _decide_paragraphs(run: StepRunner, d: DataConfig, skip: list[str], paragraph_units: set[str],
-                       out: Path) -> tuple[dict, dict]:
-    from .clean.structure import skeleton_reason, structural_paragraphs
-    from .dedup import ParagraphDedupConfig, ParagraphDeduper
-
-    def deduper() -> ParagraphDeduper:
-        return ParagraphDeduper(ParagraphDedupConfig(min_words=d.min_paragraph_words, threshold=d.fuzzy_threshold))
-
-    def dedups(unit) -> bool:
-        return unit.name in paragraph_units and "paragraph_duplicate" not in unit.skip_rules
-
-    paragraphs, accept = (None, None) if skip else (deduper(), None)
-    total = sum(run.stats[run.steps[-1]].get(u.name, {}).get("docs_out", 0) for u in run.units) or None
-    # Structural paragraphs per document, parsed once when there are two passes; only non-empty sets are kept
-    # (small beside the deduper's index, which holds a signature per paragraph).
-    protected: dict[str, frozenset[int]] | None = None
-
-    def structural(doc: dict) -> frozenset[int]:
-        return structural_paragraphs(doc["text"]) if protected is None else protected.get(doc["id"], frozenset())
-
-    if paragraphs is not None and d.paragraph_min_docs > 2:
-        # First pass: how many documents hold each paragraph. A paragraph in a few pages is documentation they
-        # share (a stock option text, the alphabet list of every iso_8859 page); one in many is a template.
-        copies: Counter = Counter()
-        counter, found = deduper(), {}
-        for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraph copies", unit="doc"):
-            if dedups(unit):
-                if kept_apart := structural_paragraphs(doc["text"]):
-                    found[doc["id"]] = kept_apart
-                copies.update(r.first for r in counter.process(doc["id"], doc["text"], kept_apart)[1])
-        protected = found
-        accept = lambda r: copies[r.first] + 1 >= d.paragraph_min_docs  # noqa: E731
-    para_stats = Counter()
-    skeletons = 0
-    survivors: dict[str, list] = defaultdict(list)
-    writers = _writers(run, out)
-    for unit, doc in bar(run.iter_docs(), total=total, desc="dedup: paragraphs", unit="doc"):
-        doc_id, text, decision = doc["id"], doc["text"], None
-        if paragraphs is not None and dedups(unit):
-            text, removed = paragraphs.process(doc_id, doc["text"], structural(doc), accept)
-            if removed:
-                pieces = _paragraph_texts(doc["text"], [r.index for r in removed])
-                para_stats["docs"] += 1
-                para_stats["paragraphs"] += len(removed)
-                para_stats["chars"] += sum(len(p) for p in pieces)
-                kinds = Counter(r.kind for r in removed)
-                detail = (f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))} duplicate paragraphs of "
-                          f"earlier documents, e.g. {removed[0].first_doc_id}")
-                decision = {"action": "cut", "text": text, "removed": pieces, "detail": detail}
-        why = None if "skeleton" in unit.skip_rules or unit.name not in paragraph_units \
-            else skeleton_reason(text, doc.get("chars_read", len(doc["text"])), d.min_chars)
-        if why:
-            decision = {"action": "drop", "rule": "skeleton", "detail": why}
-            skeletons += 1
-        else:
-            survivors[unit.domain].append((doc_id, len(text), unit.name))
-        if decision is not None:
-            writers[unit.name].write({"id": doc_id, **decision})
-    _close(writers, out)
-    log(f"dedup: {para_stats['paragraphs']} duplicate paragraphs cut from {para_stats['docs']} documents; "
-        f"{skeletons} documents left as skeletons dropped")
-    return {"paragraph": dict(para_stats), "skeletons": skeletons, "skipped": skip}, survivors
+FIND_DUPLICATES = CorpusStep("find_duplicates", find_duplicates, DocumentDedupSettings.of)
+DEDUP = DocumentStep("dedup", apply_dedup, state=decisions_of(FIND_DUPLICATES))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..pipeline import Artifact, require
+
 VERBS = ("rejected", "explain", "show")
 
 
@@ -20,19 +22,16 @@ def add_parsers(data: argparse._SubParsersAction) -> None:
     p.add_argument("doc_id", help="e.g. web/web.jsonl:17")
 
 
-def run_inspect_command(args: argparse.Namespace) -> int:
-    from ..config import load_config
-    from ..pipeline import plan_artifacts, require
+def run_inspect_command(args: argparse.Namespace, art: dict[str, Artifact]) -> int:
     from . import audit
 
-    art = plan_artifacts(load_config(args.config))
     data_dir = require(art, "data").dir
     if args.verb == "rejected":
         print(audit.rejected(data_dir, args.rule, args.source, args.sample))
     elif args.verb == "explain":
         print(audit.explain(data_dir, args.doc_id))
     else:
-        # What training reads: the guard's output once it ran (it may have cut the document), else the split.
-        guard = art["decontaminate"]
-        print(audit.show(data_dir, guard.dir if guard.done else data_dir, args.doc_id))
+        # What training reads: the decontaminated split once it exists (it may have cut the document), else the split.
+        cleaned = art["decontaminate"]
+        print(audit.show(data_dir, cleaned.dir if cleaned.done else data_dir, args.doc_id))
     return 0

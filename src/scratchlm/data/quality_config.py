@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
+from ..toml_text import toml_value
 from .clean.quality import CODE, PROSE, TECHNICAL, QualityConfig
 
 PROFILES = {"prose": PROSE, "technical": TECHNICAL, "code": CODE}
@@ -66,18 +67,6 @@ def _field_docs() -> dict[str, str]:
     return docs
 
 
-def _toml(value: Any) -> str:
-    if value is None:
-        return "false"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, (tuple, list)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return repr(value)
-
-
 def template_lines(overrides: dict[str, dict] | None = None) -> list[str]:
     """`[data.quality.prose]` and `[data.quality.code]`: every threshold with its default and origin, commented
     out (so the file loads back with exactly the defaults) except the keys `overrides` sets."""
@@ -89,7 +78,9 @@ def template_lines(overrides: dict[str, dict] | None = None) -> list[str]:
         lines.append(f"[data.quality.{name}]  # thresholds of the `{name}` filter set; false switches a rule off")
         for f in dataclasses.fields(QualityConfig):
             prefix = "" if f.name in given else "# "
-            lines.append(f"{prefix}{f.name} = {_toml(getattr(cfg, f.name))}  # {docs.get(f.name, '')}".rstrip(" #"))
+            value = getattr(cfg, f.name)
+            value = False if value is None else value  # a rule that is off (None) is written `false`
+            lines.append(f"{prefix}{f.name} = {toml_value(value)}  # {docs.get(f.name, '')}".rstrip(" #"))
         lines.append("")
     return lines
 

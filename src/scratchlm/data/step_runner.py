@@ -1,252 +1,40 @@
-"""Runs the prepare stage's per-shard steps: in parallel over work units, cached, resumable, fully accounted.
+"""Runs the prepare stage's steps (step.py): document steps in parallel over work units, corpus steps once; all
+cached, resumable, fully accounted.
 
-A local step maps one document to the document (maybe edited) or to nothing (dropped, with the rule in the
-ledger). Each (step, unit) result is stored under `<workdir>/data/cache/<step>/<key>/`, where the key hashes
-the unit's previous key, the step's settings and any corpus-wide state the step consumes. So:
-- a prepare that was killed reruns only the (step, unit) pairs that had not finished (a result directory
-  appears by an atomic rename, with its stats.json, or not at all; the temp directories of a failed or killed
-  run are removed);
+A document step's result on a unit is stored under `<workdir>/data/cache/<step>/<key>/`, where the key hashes
+the unit's previous key, the step's settings for the unit and its state (its share of a corpus step's
+decision); a corpus step's under `<workdir>/data/cache/<step>/<key>/` too, the key hashing its settings and the
+keys of every unit it reads. So:
+- a prepare that was killed reruns only what had not finished (a result directory appears by an atomic rename,
+  with its stats.json or result.json, or not at all; the temp directories of a failed or killed run are
+  removed);
 - changing a late filter's settings changes the keys from that step on: earlier steps are read from cache.
-
-Global steps (repeated lines, dedup, the validation draw) live in prepare.py; they read the units' outputs
-between two runs of local steps and hand each unit the part of their result it needs.
 """
 from __future__ import annotations
 
-import errno
 import os
-import re
-import shutil
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-import numpy as np
-import zstandard
+from typing import Callable, Iterator
 
 from .. import __version__
-from .. import disk
-from ..errors import UserError
 from ..ids import content_id, read_json, write_json
 from ..pool import spawn_pool
 from ..progress import bar, log
-from .jsonl import ShardWriter, read_jsonl
-from .clean.structure import piece_contexts
-from .ledger import Ledger
+from .jsonl import read_jsonl
+from .step import Corpus, CorpusContext, CorpusStep, Decided, DocumentStep
+from .step_cache import filling, remove_stale_temps
+from .step_worker import DOCS, STATS, LocalTask, run_local_task
 from .units import Unit
 
-CACHE_VERSION = f"{__version__}/5"  # bump when a step's code changes what it produces: old results are not reused
-DOCS = "docs-00000.jsonl.zst"
-STATS = "stats.json"
-
-
-def new_stats() -> dict:
-    return {"docs_in": 0, "chars_in": 0, "bytes_in": 0, "docs_out": 0, "chars_out": 0, "bytes_out": 0,
-            "dropped": Counter(), "diverted": Counter(), "removed": defaultdict(lambda: [0, 0]), "notes": defaultdict(Counter)}
-
-
-def text_size(text: str) -> tuple[int, int]:
-    return len(text), len(text.encode("utf-8", "surrogatepass"))
-
-
-def disk_full(path: Path, needed: int | None = None) -> UserError:
-    return UserError(f"{disk.disk_full(path, needed, 'the size of its input')}; free some space or point "
-                     "run.workdir at a larger disk, then run again (finished steps are kept)")
-
-
-_TEMP_NAME = re.compile(r"^\..+\.tmp(\d+)(\.npy)?$")  # what temp_beside and the global steps name their temps
-
-
-@contextmanager
-def temp_beside(out: Path, needed: int | None = None) -> Iterator[Path]:
-    """A fresh temp directory next to `out`, to be renamed into place when complete; removed if anything fails
-    (a full disk then says so in one line)."""
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
-        yield tmp
-    except OSError as e:
-        if e.errno == errno.ENOSPC:
-            raise disk_full(Path(e.filename or tmp), needed) from None
-        raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # after a success it was renamed: nothing left to remove
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # an earlier process that had our number
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        pass
-    return True
-
-
-def remove_stale_temps(cache: Path) -> list[Path]:
-    """Remove the temp directories and files a killed or crashed run left in the cache. A finished entry is never
-    named like one, and one whose process still runs is left alone."""
-    removed = []
-    for entry in cache.glob("*/.*"):
-        match = _TEMP_NAME.match(entry.name)
-        if match and not _alive(int(match.group(1))):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink(missing_ok=True)
-            removed.append(entry)
-    return removed
-
-
-class StepContext:
-    """What a step function sees besides the document: its unit, settings and state, and the ledger."""
-
-    def __init__(self, step: str, unit: Unit, settings: Any, state: Any, ledger: Ledger, directory: Path,
-                 cache: Path):
-        self.step, self.unit, self.settings, self.state, self.ledger = step, unit, settings, state, ledger
-        self.directory = directory
-        self.cache = cache  # a state naming a cached file names it relative to this, so a moved workdir fits
-        self.stats = new_stats()
-        self.sides: dict[str, np.ndarray] = {}  # extra arrays a step leaves for a later global step
-        self.memo: dict[str, Any] = {}  # per-task scratch space (a set built once from the state, ...)
-        self._writers: dict[str, ShardWriter] = {}
-
-    def divert(self, name: str, doc: dict) -> None:
-        """Send a document to another output (`<name>-00000.jsonl.zst`), e.g. the validation split."""
-        self._writer(name).write(doc)
-        self.stats["diverted"][name] += 1
-
-    def divert_piece(self, name: str, piece: dict) -> None:
-        """Send a piece of a document whose rest the step returns (the held-out tail of a long document). It is
-        counted in the notes, not as a document, so every document in is still one document out."""
-        self._writer(name).write(piece)
-        self.note(f"{name}_piece", "docs")
-        self.note(f"{name}_piece", "chars", len(piece["text"]))
-
-    def _writer(self, name: str) -> ShardWriter:
-        if name not in self._writers:
-            self._writers[name] = ShardWriter(self.directory, name, per_shard=1 << 62, level=1)
-        return self._writers[name]
-
-    def close_writers(self) -> None:
-        for w in self._writers.values():
-            w.close()
-
-    def drop(self, doc_id: str, rule: str, detail: str = "", text: str = "", score: float | None = None) -> None:
-        self.stats["dropped"][rule] += 1
-        self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,
-                           text=text, score=score)
-
-    def removed(self, doc_id: str, rule: str, pieces: list[str], level: str, detail: str = "",
-                original: str | None = None) -> None:
-        """Record the lines or paragraphs a step cut out of a kept document; with the `original` text, each
-        record also gets the piece's neighbouring lines (what an auditor needs to judge the cut)."""
-        if not pieces:
-            return
-        entry = self.stats["removed"][rule]
-        entry[0] += len(pieces)
-        entry[1] += sum(len(p) for p in pieces)
-        contexts = piece_contexts(original, pieces) if original is not None else [""] * len(pieces)
-        for piece, around in zip(pieces, contexts):
-            self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,
-                               text=piece, level=level, context=around)
-
-    def skips(self, rule: str) -> bool:
-        """The unit's source switched this rule off (`skip_rules` on the source)."""
-        return rule in self.unit.skip_rules
-
-    def note(self, key: str, value: str, n: int = 1) -> None:
-        self.stats["notes"][key][value] += n
-
-
-StepFn = Callable[[Any, StepContext], "dict | None"]
-FinishFn = Callable[[StepContext], None]
-
-
-@dataclass
-class LocalTask:
-    step: str
-    unit: Unit
-    fn: StepFn
-    finish: FinishFn | None
-    settings: Any
-    state: Any
-    source: Path | None  # the previous step's documents; None: read the unit's input files
-    out: Path
-    writes_docs: bool
-
-
-def _input(task: LocalTask) -> Iterator[Any]:
-    if task.source is not None:
-        yield from read_jsonl(task.source)
-        return
-    from .readers import read_file
-
-    max_chars = getattr(task.settings, "max_chars", 0)  # the reading step's bound: a huge file is not read
-    for f in task.unit.files:
-        yield from read_file(Path(f.path), f.doc_id, f.format, task.unit.text_field, f.start, f.end, f.first_line,
-                             max_chars)
-
-
-def _input_bytes(task: LocalTask) -> int | None:
-    try:
-        return task.unit.bytes if task.source is None else task.source.stat().st_size
-    except OSError:
-        return None
-
-
-def run_local_task(task: LocalTask) -> dict:
-    """One step on one unit, in a worker process. The result directory appears atomically when complete."""
-    with temp_beside(task.out, _input_bytes(task)) as tmp:
-        stats = _run_into(task, tmp)
-        shutil.rmtree(task.out, ignore_errors=True)
-        os.replace(tmp, task.out)
-    return stats
-
-
-def _run_into(task: LocalTask, tmp: Path) -> dict:
-    ledger = Ledger(tmp)
-    ctx = StepContext(task.step, task.unit, task.settings, task.state, ledger, tmp, cache=task.out.parent.parent)
-    st = ctx.stats
-    writer = ShardWriter(tmp, "docs", per_shard=1 << 62, level=1) if task.writes_docs else None
-    for item in _input(task):
-        st["docs_in"] += 1
-        if isinstance(item, dict):
-            chars, nbytes = text_size(item["text"])
-            st["chars_in"] += chars
-            st["bytes_in"] += nbytes
-        doc = task.fn(item, ctx)
-        if doc is None:
-            continue
-        chars, nbytes = text_size(doc["text"])
-        st["docs_out"] += 1
-        st["chars_out"] += chars
-        st["bytes_out"] += nbytes
-        if writer:
-            writer.write(doc)
-    if writer and not writer.close():  # no document survived: an empty file, so the next step reads nothing
-        (tmp / DOCS).write_bytes(zstandard.ZstdCompressor().compress(b""))
-    ctx.close_writers()
-    if task.finish:
-        task.finish(ctx)
-    for name, array in ctx.sides.items():
-        np.save(tmp / f"{name}.npy", array)
-    ledger.close()
-    accounted = st["docs_out"] + sum(st["dropped"].values()) + sum(st["diverted"].values())
-    assert st["docs_in"] == accounted, f"step {task.step} lost documents on {task.unit.name}"
-    stats = {**st, "dropped": dict(st["dropped"]), "diverted": dict(st["diverted"]), "removed": {k: {"pieces": v[0], "chars": v[1]}
-                                                              for k, v in st["removed"].items()},
-             "notes": {k: dict(v) for k, v in st["notes"].items()}}
-    write_json(tmp / STATS, stats)
-    return stats
+CACHE_VERSION = f"{__version__}/6"  # bump when a step's code changes what it produces: old results are not reused
+RESULT = "result.json"  # a corpus step's decision, written last: a directory holding it is complete
 
 
 class StepRunner:
-    """Holds, per unit, the current documents and cache key, and the stats of every step run so far."""
+    """Holds, per unit, the current documents and cache key, and the stats of every document step run so far."""
 
     def __init__(self, units: list[Unit], cache: Path, workers: int):
         self.units = units
@@ -258,46 +46,67 @@ class StepRunner:
         self.docs: dict[str, Path | None] = {u.name: None for u in units}
         self.stats: dict[str, dict[str, dict]] = {}  # step -> unit name -> stats
         self.outputs: dict[str, dict[str, Path]] = {}  # step -> unit name -> result directory
-        self.steps: list[str] = []
+        self.steps: list[str] = []  # the document steps, in the order they ran
         self.observers: set[str] = set()  # steps that only look (write no documents)
         self.cached: dict[str, int] = {}  # step -> units answered from cache
-        self.seconds: dict[str, float] = {}  # step -> wall time, global steps included (see timed)
+        self.seconds: dict[str, float] = {}  # step -> wall time, corpus steps included
         self._pool: ProcessPoolExecutor | None = None
 
-    def local(self, step: str, fn: StepFn, settings: Any = None, state: Callable[[Unit], Any] | None = None,
-              applies: Callable[[Unit], bool] = lambda unit: True, finish: FinishFn | None = None,
-              writes_docs: bool = True) -> None:
-        """Run `fn` over every document of every unit where `applies(unit)`; other units pass through."""
+    def local(self, step: DocumentStep, corpus: Corpus | None = None) -> None:
+        """Run `step` over every document of every unit it runs on; other units pass through."""
         t0 = time.time()
-        tasks, self.outputs[step], self.stats[step] = [], {}, {}
-        self.cached[step] = 0
+        tasks, self.outputs[step.name], self.stats[step.name] = [], {}, {}
+        self.cached[step.name] = 0
         for u in self.units:
-            if not applies(u):
+            if not step.runs_on(corpus, u):
                 continue
-            unit_state = state(u) if state else None
-            key = content_id(CACHE_VERSION, self.keys[u.name], step, settings, unit_state, sorted(u.skip_rules))
-            out = self.cache / step / key
-            self.outputs[step][u.name] = out
+            settings = step.settings(corpus, u) if step.settings else None
+            state = step.state(corpus, u) if step.state else None
+            key = content_id(CACHE_VERSION, self.keys[u.name], step.name, settings, state, sorted(u.skip_rules))
+            out = self.cache / step.name / key
+            self.outputs[step.name][u.name] = out
             if (out / STATS).exists():
-                self.stats[step][u.name] = read_json(out / STATS)
-                self.cached[step] += 1
+                self.stats[step.name][u.name] = read_json(out / STATS)
+                self.cached[step.name] += 1
             else:
-                tasks.append(LocalTask(step, u, fn, finish, settings, unit_state, self.docs[u.name], out,
-                                       writes_docs))
-            if writes_docs:
+                tasks.append(LocalTask(step.name, u, step.fn, step.finish, settings, state, self.docs[u.name], out,
+                                       step.writes_docs))
+            if step.writes_docs:
                 self.keys[u.name] = key
-        for task, stats in zip(tasks, self._map(tasks, step)):
-            self.stats[step][task.unit.name] = stats
-        if writes_docs:
-            for name, out in self.outputs[step].items():
+        for task, stats in zip(tasks, self._map(tasks, step.name)):
+            self.stats[step.name][task.unit.name] = stats
+        if step.writes_docs:
+            for name, out in self.outputs[step.name].items():
                 self.docs[name] = out / DOCS
-        self.steps.append(step)
-        self.seconds[step] = time.time() - t0
-        if not writes_docs:
-            self.observers.add(step)
+        else:
+            self.observers.add(step.name)
+        self.steps.append(step.name)
+        self.seconds[step.name] = time.time() - t0
+
+    def decide(self, step: CorpusStep, corpus: Corpus) -> None:
+        """Run `step` once on the units it reads (once per source, for a per-source step), unless cached."""
+        t0 = time.time()
+        read = self.outputs[step.reads.name] if step.reads else None
+        settings = step.settings(corpus) if step.settings else None
+        groups: dict[str | None, list[Unit]] = defaultdict(list) if step.per_source else {None: []}
+        for u in self.units:
+            if step.applies(corpus, u) and (read is None or u.name in read):
+                groups[u.source if step.per_source else None].append(u)
+        decided = {}
+        for group, units in groups.items():
+            # what it reads of each unit, by content ID: the observing step's output, or the current documents
+            inputs = [read[u.name].name if read is not None else self.keys[u.name] for u in units]
+            key = content_id(CACHE_VERSION, step.name, group, settings, inputs)
+            out = self.cache / step.name / key
+            if not (out / RESULT).exists():
+                with filling(out) as tmp:
+                    write_json(tmp / RESULT, step.decide(CorpusContext(self, corpus, settings, units, tmp)))
+            decided[group] = Decided(read_json(out / RESULT), f"{step.name}/{key}")
+        corpus.decided[step.name] = decided
+        self.seconds[step.name] = time.time() - t0
 
     def timed(self, name: str, fn: Callable, *args):
-        """Run a global step and record its wall time."""
+        """Run one of the stage's last jobs (writing the outputs, ...) and record its wall time."""
         t0 = time.time()
         result = fn(*args)
         self.seconds[name] = time.time() - t0
@@ -313,8 +122,8 @@ class StepRunner:
         return bar(self._pool.map(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
 
     def iter_docs(self, units: list[Unit] | None = None) -> Iterator[tuple[Unit, dict]]:
-        """Every current document, unit by unit in input order (what a global step reads)."""
-        for u in units or self.units:
+        """Every current document, unit by unit in input order (what a corpus step reads)."""
+        for u in self.units if units is None else units:
             if self.docs[u.name] is not None:
                 for doc in read_jsonl(self.docs[u.name]):
                     yield u, doc

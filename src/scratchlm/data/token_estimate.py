@@ -1,36 +1,25 @@
-"""Tokens before the tokenizer exists: a ratio tokens/char measured on a sample, and the size verdict.
+"""Tokens before the tokenizer exists, and the one verdict on corpus size.
 
 chars/4 is a rule of thumb for English web text with a 50k vocabulary; code, other languages and small
-vocabularies are far off it. So the prepare stage trains a throwaway byte-level BPE (same pre-tokenizer and
-vocabulary size as the real one) on half of a sample of the cleaned corpus, and measures tokens/char per
-source on the other half. After the tokenizer stage, the report replaces the estimate with real counts.
+vocabularies are far off it. So the prepare stage samples the cleaned corpus, and a throwaway byte-level BPE
+(tokenizer/token_estimate.py) measures tokens/char per source on it. After the tokenizer stage, the report
+replaces the estimate with real counts.
 """
 from __future__ import annotations
 
-from ..config import Config
+from dataclasses import dataclass
+from typing import Callable
 
 MIN_TOKENS_PER_PARAM, MAX_TOKENS_PER_PARAM = 20, 100  # Chinchilla-style budget (Hoffmann et al. 2022: ~20)
 TOO_SMALL = 5  # below this many tokens per parameter the model mostly memorizes: error
 
 
-def measure_ratio(samples: dict[str, list[str]], vocab_size: int) -> dict:
-    """samples: source -> sampled document texts. Returns the ratio per source and how it was measured."""
-    from ..tokenizer.bpe import shard_tokens, train_bpe
-
-    train = [t for texts in samples.values() for t in texts[0::2]]
-    total_chars = sum(len(t) for texts in samples.values() for t in texts)
-    if not train:
-        return {"method": "no documents to sample", "sample_chars": 0, "ratio": {}}
-    tok = train_bpe(train, vocab_size, min_frequency=2)
-    ratio = {}
-    for source, texts in samples.items():
-        held_out = texts[1::2] or texts[0::2]  # a one-document source is measured on what trained the BPE
-        chars = sum(len(t) for t in held_out)
-        tokens = shard_tokens(tok, held_out)  # counted as the shards will: BOS and EOS included
-        ratio[source] = tokens / chars if chars else 0.0
-    return {"method": f"byte-level BPE (vocab {tok.get_vocab_size()}) trained on half of the sample, "
-                      "tokens/char measured per source on the other half",
-            "sample_chars": total_chars, "sample_docs": sum(len(t) for t in samples.values()), "ratio": ratio}
+@dataclass(frozen=True)
+class SizeEstimate:
+    """What the corpus-size verdict needs from stages that come after data (the tokenizer, the model). The stage
+    registry hands them in, so the data package imports neither."""
+    tokens_per_char: Callable[[dict[str, list[str]], int], dict]  # (source -> sampled texts, vocab size) -> ratios
+    model_params: int  # parameters of the configured model
 
 
 def sample_texts(run, budget_per_source: int) -> dict[str, list[str]]:
@@ -45,16 +34,6 @@ def sample_texts(run, budget_per_source: int) -> dict[str, list[str]]:
             texts.append(doc["text"][:20_000])
             used += len(texts[-1])
     return out
-
-
-def model_params(cfg: Config) -> int:
-    """Parameter count of the configured model, built on the meta device (no memory, no init)."""
-    import torch
-
-    from ..model.gpt import GPT
-
-    with torch.device("meta"):
-        return GPT(cfg.model, cfg.tokenizer.vocab_size).num_params()
 
 
 def size_level(per_param: float, wanted: float = MIN_TOKENS_PER_PARAM) -> tuple[str, str]:

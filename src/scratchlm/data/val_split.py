@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import xxhash
 
-from ..config import Config, DataConfig
+from .paragraph_split import paragraph_starts
+
+if TYPE_CHECKING:
+    from .step import Corpus
 
 PIECE_SUFFIX = "#val"  # the held-out tail of document X is document X#val
 SPLIT_FROM = "split_from"  # on the held-out piece: the ID of the document it was cut from
 HELD_OUT_PIECE = "held_out_piece"  # on the training remainder: the ID of its held-out piece
 WHOLE = 0  # budget of a document held out whole
-_PARAGRAPH_START = re.compile(r"\n[ \t]*\n\s*")
 _LINE_START = re.compile(r"\n")
 
 
@@ -29,13 +33,30 @@ def _rank(doc_id: str, seed: int) -> int:
     return xxhash.xxh3_64_intdigest(doc_id.encode(), seed=seed)
 
 
-def draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str, dict[str, int]], dict]:
+@dataclass(frozen=True)
+class ValidationSettings:
+    domains: tuple[str, ...]
+    seed: int
+    val_fraction: float
+    val_max_docs: int
+    val_min_docs: int
+    val_min_chars: int
+    val_max_share: float
+    min_chars: int  # the shortest held-out tail
+
+    @classmethod
+    def of(cls, corpus: Corpus) -> ValidationSettings:
+        d = corpus.data
+        return cls(tuple(sorted({s.domain for s in d.sources})), d.seed, d.val_fraction, d.val_max_docs,
+                   d.val_min_docs, d.val_min_chars, d.val_max_share, d.min_chars)
+
+
+def draw_validation(d: ValidationSettings, survivors: dict[str, list]) -> tuple[dict[str, dict[str, int]], dict]:
     """(unit name -> {doc id: WHOLE or the most characters of its tail to hold out}, plan per domain).
     `survivors` is domain -> [(doc id, chars, unit name)] of the documents that reach the split."""
-    d = cfg.data
     chosen: dict[str, dict[str, int]] = defaultdict(dict)
     plan = {}
-    for domain in sorted({s.domain for s in d.sources}):
+    for domain in d.domains:
         items = sorted((_rank(doc_id, d.seed), doc_id, chars, unit)
                        for doc_id, chars, unit in survivors.get(domain, []))
         picked = _draw_domain(d, [(doc_id, chars, unit) for _, doc_id, chars, unit in items])
@@ -46,7 +67,7 @@ def draw_validation(cfg: Config, survivors: dict[str, list]) -> tuple[dict[str, 
     return chosen, plan
 
 
-def _draw_domain(d: DataConfig, items: list[tuple[str, int, str]]) -> dict[str, tuple[str, int]]:
+def _draw_domain(d: ValidationSettings, items: list[tuple[str, int, str]]) -> dict[str, tuple[str, int]]:
     n = len(items)
     want = min(d.val_max_docs, max(d.val_min_docs, round(n * d.val_fraction)))
     if d.val_fraction == 0 or n < 2 * d.val_min_docs:
@@ -86,14 +107,15 @@ def tail_cut(text: str, budget: int, min_chars: int) -> int | None:
     """Offset where the held-out tail starts: the longest tail of at most `budget` characters (and at least
     `min_chars`) that starts a paragraph, else a line, in the second half of the text; None when there is none."""
     lowest = max(len(text) - budget, (len(text) + 1) // 2)
-    for boundary in (_PARAGRAPH_START, _LINE_START):
-        start = next((m.end() for m in boundary.finditer(text) if m.end() >= lowest), None)
+    line_starts = (m.end() for m in _LINE_START.finditer(text))
+    for starts in (paragraph_starts(text), line_starts):
+        start = next((s for s in starts if s >= lowest), None)
         if start is not None and len(text) - start >= min_chars:
             return start
     return None
 
 
-def finish_plan(plan: dict, written: dict, d: DataConfig) -> dict:
+def finish_plan(plan: dict, written: dict, d: ValidationSettings) -> dict:
     """The plan with what the split step really wrote (`written`: domain -> docs, chars, pieces) and a note for
     each domain whose validation split fell short of the config or could not be drawn."""
     for domain, p in plan.items():

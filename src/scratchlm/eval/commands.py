@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import Config
 from ..errors import UserError
+from ..pipeline import Artifact
 
 
-def run_eval_command(args) -> None:
-    from ..config import load_config
-
+def run_eval_command(args, cfg: Config | None, art: dict[str, Artifact] | None) -> None:
+    """cfg and art: the config given with -c and its artifacts, None without -c."""
     if args.verb == "rate":
         from .human import rate_sheet
         from .report import write_checkpoint_report
@@ -20,20 +21,19 @@ def run_eval_command(args) -> None:
         if sheet.resolve().parent.parent.name == "evals":  # the sheet sits in a checkpoint's evals folder
             print(f"report: {write_checkpoint_report(sheet.resolve().parent)}")
         return
-    if not args.config:
+    if cfg is None or art is None:
         raise UserError("scratchlm eval needs -c CONFIG")
-    cfg = load_config(args.config)
     if args.verb == "human":
         from .human import write_sheet
         from .report import write_checkpoint_report
 
         if not args.checkpoint:
             raise UserError("scratchlm eval human needs --checkpoint PATH")
-        path = write_sheet(cfg, Path(args.checkpoint), args.n, Path(args.out) if args.out else None, args.format)
+        path = write_sheet(cfg, art, Path(args.checkpoint), args.n, Path(args.out) if args.out else None, args.format)
         if path.parent.parent.name == "evals":
             write_checkpoint_report(path.parent)
         print(f"wrote {path}; score it with `scratchlm eval rate {path}`")
         return
     from .suite import evaluate_suite
 
-    evaluate_suite(cfg, Path(args.checkpoint))
+    evaluate_suite(cfg, art, Path(args.checkpoint))

@@ -18,14 +18,15 @@ from itertools import cycle, islice, zip_longest
 from pathlib import Path
 from typing import Callable
 
+from ..atomic import atomic_write_text
 from ..config import Config
 from ..data.jsonl import read_jsonl
 from ..errors import UserError
-from ..ids import atomic_write_text, read_json
-from ..pipeline import plan_artifacts
+from ..ids import read_json
+from ..model.checkpoint import load_model
+from ..model.complete import complete_text
+from ..pipeline import Artifact
 from ..rating import ask_answer
-from ..train.checkpoint import load_model
-from .complete import complete_text
 from .samples import DEFAULT_PROMPT_CHARS
 from .store import checkpoint_id, evals_dir
 
@@ -37,15 +38,15 @@ def parse_criteria(lines: list[str]) -> list[dict]:
     for line in lines:
         name, _, description = line.partition(":")
         if not name.strip() or "," in name:
-            raise UserError(f"`eval.human_criteria` entry {line!r}: write it as `name: what it means`")
+            raise UserError(f"`eval.suite.human_criteria` entry {line!r}: write it as `name: what it means`")
         out.append({"name": name.strip(), "description": description.strip()})
     return out
 
 
-def sheet_prompts(cfg: Config, meta: dict, n: int) -> list[str]:
+def sheet_prompts(cfg: Config, art: dict[str, Artifact], meta: dict, n: int) -> list[str]:
     """The config's prompts, the training prompts, then openings of validation documents, domain by domain."""
     prompts = list(dict.fromkeys([*cfg.eval.prompts, *meta.get("prompts", [])]))
-    data = plan_artifacts(cfg)["data"].dir
+    data = art["data"].dir
     openings = [[d["text"][:DEFAULT_PROMPT_CHARS].rsplit(" ", 1)[0] for d in read_jsonl(path)]
                 for path in sorted((data / "val").glob("*.jsonl"))]
     for group in zip_longest(*openings):
@@ -57,19 +58,19 @@ def sheet_prompts(cfg: Config, meta: dict, n: int) -> list[str]:
     return list(islice(cycle(prompts), n))
 
 
-def write_sheet(cfg: Config, checkpoint: Path, n: int, out: Path | None = None, fmt: str = "json") -> Path:
+def write_sheet(cfg: Config, art: dict[str, Artifact], checkpoint: Path, n: int, out: Path | None = None, fmt: str = "json") -> Path:
     model, tokenizer, meta = load_model(checkpoint)
     e = cfg.eval
-    criteria = parse_criteria(e.human_criteria)
+    criteria = parse_criteria(e.suite.human_criteria)
     items = []
-    for i, prompt in enumerate(sheet_prompts(cfg, meta, n)):
+    for i, prompt in enumerate(sheet_prompts(cfg, art, meta, n)):
         output = complete_text(model, tokenizer, prompt, e.max_new_tokens, temperature=e.temperature,
                                top_k=e.top_k, seed=cfg.train.seed + 7919 * i)
         items.append({"id": i + 1, "prompt": prompt, "output": output,
                       "scores": {c["name"]: None for c in criteria}, "note": ""})
     sheet = {"checkpoint": str(Path(checkpoint).resolve()), "checkpoint_id": checkpoint_id(checkpoint),
              "step": meta["step"], "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "rated": None,
-             "scale": [1, e.human_scale], "criteria": criteria, "items": items}
+             "scale": [1, e.suite.human_scale], "criteria": criteria, "items": items}
     if out is None:
         out = evals_dir(checkpoint) / f"human-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
     out.parent.mkdir(parents=True, exist_ok=True)

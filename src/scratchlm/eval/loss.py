@@ -8,9 +8,9 @@ import numpy as np
 import torch
 
 from ..ids import read_json
+from ..model.device import autocast
 from ..monitor.logits import LogitStats
 from ..tokenizer.shards import TokenShard
-from ..train.device import autocast
 
 
 def val_windows(tokens: np.ndarray, seq_len: int, max_windows: int) -> np.ndarray:

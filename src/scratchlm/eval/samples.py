@@ -5,8 +5,7 @@ from pathlib import Path
 
 from ..config import EvalConfig
 from ..data.jsonl import read_jsonl
-from ..model.generate import generate
-from ..tokenizer.bpe import prompt_ids, stop_ids
+from ..model.complete import complete_text
 
 DEFAULT_PROMPT_CHARS = 60
 
@@ -24,12 +23,11 @@ def default_prompts(data_dir: Path) -> list[str]:
 
 
 def generate_samples(model, tokenizer, prompts: list[str], cfg: EvalConfig, seed: int) -> list[dict]:
-    stops = stop_ids(tokenizer)
-    was_training = model.training
+    was_training = model.training  # generate() switches to eval mode; the trainer calls this mid-run
     out = []
     for i, prompt in enumerate(prompts):
-        new = list(generate(model, prompt_ids(tokenizer, prompt), cfg.max_new_tokens, temperature=cfg.temperature,
-                            top_k=cfg.top_k, seed=seed + i, stop_ids=stops))
-        out.append({"prompt": prompt, "completion": tokenizer.decode(new, skip_special_tokens=True)})
+        out.append({"prompt": prompt, "completion": complete_text(model, tokenizer, prompt, cfg.max_new_tokens,
+                                                                  temperature=cfg.temperature, top_k=cfg.top_k,
+                                                                  seed=seed + i)})
     model.train(was_training)
     return out

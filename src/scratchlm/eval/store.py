@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..ids import content_id, file_digest, read_json
-from ..train.checkpoint import verify_checkpoint, weights_file
+from ..model.checkpoint import verify_checkpoint, weights_file
 
 EVAL_FILE = "eval.json"
 

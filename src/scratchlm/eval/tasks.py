@@ -1,4 +1,4 @@
-"""Your own domain tasks, one JSONL file per task (config `[[eval.tasks]]` name / path / kind).
+"""Your own domain tasks, one JSONL file per task (config `[[eval.suite.tasks]]` name / path / kind).
 
 multiple_choice: {"prompt": "...", "choices": ["...", "..."], "answer": 0}   (answer: index or the choice text)
   scored by log-likelihood: the choice the model finds most probable after the prompt is its answer. Accuracy
@@ -14,9 +14,9 @@ import torch
 
 from ..config import Config, TaskConfig
 from ..errors import UserError
+from ..model.complete import complete_text
 from ..userjsonl import numbered_json_lines
 from ..tokenizer.bpe import prompt_ids
-from .complete import complete_text
 
 
 def read_task(path: Path, kind: str) -> list[dict]:
@@ -84,7 +84,7 @@ def score_completion(model, tokenizer, items: list[dict]) -> dict:
 
 def run_tasks(model, tokenizer, cfg: Config) -> dict[str, dict]:
     out = {}
-    for task in cfg.eval.tasks:
+    for task in cfg.eval.suite.tasks:
         out[task.name] = run_task(model, tokenizer, task, cfg.resolve(task.path))
     return out
 

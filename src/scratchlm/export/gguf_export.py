@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..model.checkpoint import load_model, model_tensors
 from ..sft.template import JINJA_TEMPLATE
 from ..tokenizer.bpe import BOS, END, EOS, PAD, SPECIAL_TOKENS
-from ..train.checkpoint import load_model, model_tensors
 from .mapping import check_exportable, gguf_name, intermediate_size, norm_eps
 
 QUANTS = ("f16", "q8_0", "q4_0")

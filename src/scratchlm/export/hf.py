@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..tokenizer.bpe import BOS, DOCUMENT_WRAP, EOS, PAD, SPECIAL_TOKENS, stop_ids
-from ..train.checkpoint import load_model, model_tensors, save_tensors
+from ..model.checkpoint import load_model, model_tensors
 from ..sft.template import JINJA_TEMPLATE
+from ..tokenizer.bpe import BOS, DOCUMENT_WRAP, EOS, PAD, SPECIAL_TOKENS, stop_ids
+from ..train.checkpoint import save_tensors
 from .mapping import check_exportable, hf_name, intermediate_size, norm_eps
 
 ARCH = {"llama": "LlamaForCausalLM", "qwen3": "Qwen3ForCausalLM"}

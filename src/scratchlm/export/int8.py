@@ -6,8 +6,8 @@ an outlier coarsens only its own row. Norm weights stay fp32: a few KB.
 
 The directory is a checkpoint of its own kind: model.int8.safetensors, tokenizer.json, and a meta.json with the
 checksums of those two files and a `quantization` field naming the weights file. `scratchlm generate / chat / eval
---checkpoint DIR` load it through train/checkpoint.py's load_model, which dequantizes it to fp32: the file is
-smaller, the model in memory and its speed are fp32's (docs/benchmarks.md, Quantized exports, has the
+--checkpoint DIR` load it through model/checkpoint.py's load_model, which dequantizes it to fp32 (model/int8.py):
+the file is smaller, the model in memory and its speed are fp32's (docs/benchmarks.md, Quantized exports, has the
 figures and why int8 weights are not multiplied as they are).
 """
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 from ..ids import file_digest, write_json
-from ..train.checkpoint import (load_model, model_tensors, read_tensors, save_tensors, set_model_tensors,
-                                weights_file)
+from ..model.checkpoint import load_model, model_tensors
+from ..model.int8 import SCALE
+from ..train.checkpoint import save_tensors
 
 WEIGHTS = "model.int8.safetensors"
-SCALE = ".scale"  # a matrix's scales sit next to it in the weights file, under its name plus this suffix
 SCHEME = "int8 weight-only, symmetric, one fp32 scale per output channel; norms fp32"
 
 
@@ -43,11 +43,6 @@ def int8_tensors(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def dequantize(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {name: t.float() * stored[name + SCALE][:, None] if name + SCALE in stored else t
-            for name, t in stored.items() if not name.endswith(SCALE)}
-
-
 def export_int8(checkpoint: Path, out: Path) -> Path:
     model, _, meta = load_model(checkpoint)
     out.mkdir(parents=True, exist_ok=True)
@@ -57,8 +52,3 @@ def export_int8(checkpoint: Path, out: Path) -> Path:
     quantization = {"scheme": SCHEME, "weights": WEIGHTS, "source": str(Path(checkpoint).resolve())}
     write_json(out / "meta.json", {**meta, "checksums": checksums, "quantization": quantization})
     return out
-
-
-def load_int8_weights(model, path: Path, meta: dict) -> None:
-    """The export's weights into `model`, dequantized: what load_model does for an int8 directory."""
-    set_model_tensors(model, path, dequantize(read_tensors(Path(path) / weights_file(meta))))

@@ -1,10 +1,10 @@
 """The training monitor: the trainer calls a handful of hooks; everything measured and judged lives here.
 
 Hooks, in the order the trainer calls them:
-  data_timer()            around fetching a batch: time waiting for data
   before_update(step)     after backward and unscaling, before clipping: per-group gradient norms and, at log
                           steps, a copy of the weights for the update ratio
-  on_log(step, row, s)    adds norms, MFU, data-wait share, memory to the log row, runs the log detectors
+  on_log(step, row, s, w) adds norms, MFU, data-wait share, memory to the log row, runs the log detectors
+                          (s: seconds since the last log, w: of them waiting for data, by the loader's timer)
   on_eval(step, row, samples)  adds repetition, writes the sample diff, runs the evaluation detectors
   publish(row)            TensorBoard / W&B
   diagnose(...)           on a non-finite loss or gradient (the trainer halts)
@@ -13,9 +13,7 @@ Alerts go to alerts.jsonl and the log as they start; the verdicts go to the repo
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import time
 from pathlib import Path
 
 from ..errors import UserError
@@ -78,7 +76,6 @@ class Monitor:
         self.active: set[tuple[str, str]] = set()
         self.stats = {name: {"checks": 0, "fired": 0, "verdict": "ok", "first_step": None, "last_step": None,
                              "message": ""} for name in ALL_NAMES}
-        self.wait = 0.0
         self.grad_groups: dict[str, float] = {}
         self.last_row: dict | None = None
         self.previous_samples, self.previous_step = None, None
@@ -94,14 +91,6 @@ class Monitor:
         self.sinks = open_sinks(cfg, out, start_step)
 
     # ---- hooks -------------------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def data_timer(self):
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.wait += time.perf_counter() - t0
-
     def before_update(self, step: int) -> None:
         """`step` is the number the step will have once applied (the trainer's step + 1)."""
         if not self._is_log_step(step):
@@ -110,22 +99,20 @@ class Monitor:
         if self.m.update_ratio:
             self.update.snapshot(self.groups)
 
-    def on_log(self, step: int, row: dict, elapsed: float) -> dict:
+    def on_log(self, step: int, row: dict, elapsed: float, data_wait: float) -> dict:
         row["grad_norm_groups"] = self.grad_groups
         row["weight_norm"] = weight_norms(self.groups)
         if self.m.update_ratio:
             row["update_ratio"] = self.update.measure(self.groups)
         row["mfu"] = row["tokens_per_s"] * self.flops_per_token / self.peak
-        row["data_wait_share"] = min(1.0, self.wait / max(elapsed, 1e-9))
+        row["data_wait_share"] = min(1.0, data_wait / max(elapsed, 1e-9))
         row["memory_kind"], row["memory_bytes"] = memory_bytes(self.device)
-        self.wait = 0.0
         self.stats[NONFINITE]["checks"] = step  # checked at every step, by the trainer's halt
         self._judge(row)
         self.last_row = row
         return row
 
     def on_eval(self, step: int, row: dict, samples: list[dict]) -> dict:
-        self.wait = 0.0  # evaluation time is neither data wait nor training time
         row["repetition"] = [repeated_ngram_rate(s["completion"], self.m.repetition_ngram) for s in samples]
         label = f"step {self.previous_step}" if self.previous_step is not None else "(none)"
         (self.out / "samples").mkdir(exist_ok=True)
@@ -190,13 +177,10 @@ class Monitor:
 class NullMonitor:
     """What ranks other than 0 use under torchrun: the same hooks, no work and no files."""
 
-    def data_timer(self):
-        return contextlib.nullcontext()
-
     def before_update(self, step: int) -> None:
         pass
 
-    def on_log(self, step: int, row: dict, elapsed: float) -> dict:
+    def on_log(self, step: int, row: dict, elapsed: float, data_wait: float) -> dict:
         return row
 
     def on_eval(self, step: int, row: dict, samples: list[dict]) -> dict:

@@ -25,8 +25,7 @@ def flops_per_token(model) -> float:
     n = model.num_params()
     if not c.tie_embeddings:
         n -= model.tok_emb.weight.numel()
-    head_dim = getattr(c, "attn_head_dim", c.d_model // c.n_head)
-    return 6.0 * n + 12.0 * c.n_layer * c.n_head * head_dim * c.seq_len
+    return 6.0 * n + 12.0 * c.n_layer * c.n_head * c.attn_head_dim * c.seq_len
 
 
 def _cache_file() -> Path:

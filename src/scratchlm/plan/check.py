@@ -7,7 +7,7 @@ import tomllib
 
 from ..config import Config
 from ..ids import read_json
-from ..pipeline import Artifact, plan_artifacts
+from ..pipeline import Artifact
 from .verdicts import NOT_AVAILABLE, Verdict, worst
 
 
@@ -44,11 +44,11 @@ def _fertility_verdict(art: dict[str, Artifact]) -> Verdict:
 
 def _contamination_verdict(art: dict[str, Artifact]) -> Verdict:
     """The decontaminate stage's own verdict: which eval sets were fingerprinted and what was removed."""
-    name, guard = "eval contamination checked", art["decontaminate"]
-    if not guard.done:
+    name, stage = "eval contamination checked", art["decontaminate"]
+    if not stage.done:
         return Verdict(name, NOT_AVAILABLE, "the decontaminate stage has not run (`scratchlm data decontaminate`); "
                        "this guard is not in effect", {})
-    result = guard.manifest()["result"]
+    result = stage.manifest()["result"]
     sets = result["eval_sets"]
     touched = {n: r["contaminated_items"] for n, r in sets.items() if r["contaminated_items"]}
     summary = (f"{len(sets)} eval set(s) fingerprinted, {result['docs_scanned']:,} training documents scanned, "
@@ -119,8 +119,7 @@ def _git_state(cfg: Config) -> str:
     return "committed, unchanged" if not r.stdout.strip() else "changed since the last commit"
 
 
-def run_checklist(cfg: Config, plan: dict, resume: Verdict | None) -> list[Verdict]:
-    art = plan_artifacts(cfg)
+def run_checklist(cfg: Config, art: dict[str, Artifact], plan: dict, resume: Verdict | None) -> list[Verdict]:
     by_name = {v["name"]: v for v in plan["verdicts"]}
     t = cfg.train
     out: list[Verdict] = []

@@ -1,16 +1,19 @@
 """`scratchlm plan`: put arithmetic, memory, probe, extrapolation and verdicts together into one plan."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import torch
 
 from ..config import Config, ModelConfig
 from ..errors import UserError
 from ..ids import read_json, write_json
 from ..model import GPT
-from ..model.presets import describe_preset
-from ..pipeline import Artifact, plan_artifacts
+from ..model.device import pick_device, pick_precision
+from ..pipeline import Artifact
+from ..presets import describe_preset
 from ..progress import log
-from ..train.device import pick_device, pick_precision
+from ..train.batch import EffectiveBatch, effective_batch, ranks_launched
 from .arithmetic import DEFAULT_TOKENS_PER_PARAM, count_params, flops_per_token, model_arithmetic, tokens_needed
 from .corpus import corpus_tokens, document_lengths
 from .extrapolate import extrapolate
@@ -53,12 +56,11 @@ def _framework_overhead(target, device: torch.device) -> tuple[int, str]:
     return rss_bytes(), "measured: this process's resident memory before the model (Python, torch, libraries)"
 
 
-def _probe_shape(cfg: Config, configured, rec: dict, arith: dict, peak: float,
+def _probe_shape(cfg: Config, batch: EffectiveBatch, configured, rec: dict, arith: dict, peak: float,
                  memory: int) -> tuple[int, int, bool]:
     """The configured batch split when it fits, else the recommended one; smaller if a micro-batch would be slow."""
-    t = cfg.train
     if configured.total <= MEMORY_HEADROOM * memory:
-        micro, accum, ckpt = t.batch_size, t.grad_accum, configured.activation_checkpointing
+        micro, accum, ckpt = batch.micro_batch, batch.grad_accum, configured.activation_checkpointing
     else:
         micro, accum, ckpt = rec["micro_batch"], rec["grad_accum"], rec["activation_checkpointing"]
     global_batch = micro * accum
@@ -70,9 +72,9 @@ def _probe_shape(cfg: Config, configured, rec: dict, arith: dict, peak: float,
 
 
 
-def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = None,
+def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, budget_hours: float | None = None,
               price_per_hour: float | None = None, tokens_per_param: float = DEFAULT_TOKENS_PER_PARAM,
-              probe_seconds: float = 3.0, art: dict[str, Artifact] | None = None, save: bool = True) -> dict:
+              probe_seconds: float = 3.0, save: bool = True) -> dict:
     from .probe import run_probe
 
     where = str(cfg.path) if cfg.path else "config"
@@ -82,7 +84,6 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
         raise UserError(f"--price-per-hour must be >= 0, got {price_per_hour:g}")
     if tokens_per_param <= 0:
         raise UserError(f"--tokens-per-param must be > 0, got {tokens_per_param:g}")
-    art = art or plan_artifacts(cfg)
     vocab, vocab_from = vocab_size(cfg, art)
     check_model_buildable(cfg.model, vocab, where)
     t, m = cfg.train, cfg.model
@@ -92,20 +93,21 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
     target = resolve_target(gpu, device)
     precision = pick_precision(t.precision, device) if target.local else (
         "bf16" if t.precision == "auto" else t.precision)
-    ckpt = bool(getattr(t, "activation_checkpointing", False))
-    global_batch = t.batch_size * t.grad_accum
-    arith = model_arithmetic(m, vocab, global_batch * m.seq_len, t.max_steps, tokens_per_param)
+    ckpt = t.activation_checkpointing
+    batch = effective_batch(cfg, ranks_launched())
+    rank_batch = batch.micro_batch * batch.grad_accum  # the sequences of a step on one device: what memory sees
+    arith = model_arithmetic(m, vocab, batch.tokens, t.max_steps, tokens_per_param)
     overhead, overhead_note = _framework_overhead(target, device)
 
     def estimate(model_cfg: ModelConfig, micro: int, accum: int, checkpointing: bool):
         return estimate_memory(model_cfg, vocab, micro, accum, precision, t.optimizer, target.device_type,
                                checkpointing, overhead, overhead_note)
 
-    configured = estimate(m, t.batch_size, t.grad_accum, ckpt)
+    configured = estimate(m, batch.micro_batch, batch.grad_accum, ckpt)
     memory = {"configured": configured.as_dict(),
               "activations_without_checkpointing": configured.activations_no_ckpt,
               "activations_with_checkpointing": configured.activations_ckpt}
-    rec = recommend_batch(m, vocab, global_batch, precision, t.optimizer, target.device_type, target.memory,
+    rec = recommend_batch(m, vocab, rank_batch, precision, t.optimizer, target.device_type, target.memory,
                           overhead, ckpt, MEMORY_HEADROOM)
     memory["recommendation"] = rec
     verdicts = [memory_verdict(configured.total, target.memory, rec,
@@ -116,7 +118,7 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
     if target.local and fits_somehow and probe_seconds > 0:
         log("plan: measuring the matmul peak and probing the training step")
         peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
-        micro, accum, probe_ckpt = _probe_shape(cfg, configured, rec, arith, peak, target.memory)
+        micro, accum, probe_ckpt = _probe_shape(cfg, batch, configured, rec, arith, peak, target.memory)
         shards_dir = art["shards"].dir if art["shards"].done else None
         probe = run_probe(cfg, vocab, device, precision, micro, accum, probe_ckpt, shards_dir, probe_seconds)
         achieved = arith["flops_per_token"] * probe["tokens_per_s"]
@@ -138,7 +140,7 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
         verdicts.append(time_verdict(time_plan["total_seconds"], budget_hours, measured=True))
     else:
         peak_flops = target.datasheet_peak.get(precision)
-        lower_bound = arith["planned_flops"] / peak_flops if peak_flops else None
+        lower_bound = arith["planned_flops"] / (peak_flops * batch.world) if peak_flops else None
         verdicts.append(time_verdict(None, budget_hours, measured=False, lower_bound_seconds=lower_bound))
     verdicts[:0] = [corpus_verdict(corpus, arith), epochs_verdict(corpus, arith)]
     verdicts.append(context_verdict(document_lengths(art, m.seq_len), m.seq_len))
@@ -146,11 +148,11 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
     suggestion = None
     failing = {v.name for v in verdicts if v.level == "error" or (v.name == "corpus" and v.level != "ok")}
     if failing & {"memory", "time", "corpus"}:
-        suggestion = _suggest(cfg, vocab, precision, target, overhead, corpus, budget_hours, tokens_per_param,
-                              time_plan, lower_bound, arith, failing)
+        suggestion = _suggest(cfg, batch, vocab, precision, target, overhead, corpus, budget_hours,
+                              tokens_per_param, time_plan, lower_bound, arith, failing)
     plan = {"config": str(cfg.path) if cfg.path else None, "train_id": art["train"].id,
             "model": describe_preset(m) or "no preset: the shape of the [model] keys", "target": vars(target),
-            "precision": precision, "vocab_from": vocab_from,
+            "precision": precision, "vocab_from": vocab_from, "batch": asdict(batch),
             "budget_hours": budget_hours, "arithmetic": arith, "memory": memory, "probe": probe,
             "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
             "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,
@@ -163,16 +165,16 @@ def make_plan(cfg: Config, gpu: str | None = None, budget_hours: float | None = 
     return plan
 
 
-def _suggest(cfg: Config, vocab: int, precision: str, target, overhead: int, corpus: dict,
+def _suggest(cfg: Config, batch: EffectiveBatch, vocab: int, precision: str, target, overhead: int, corpus: dict,
              budget_hours: float | None, tokens_per_param: float, time_plan: dict | None,
              lower_bound: float | None, arith: dict, failing: set[str]) -> dict | None:
     t, m = cfg.train, cfg.model
-    global_batch = t.batch_size * t.grad_accum
+    rank_batch = batch.micro_batch * batch.grad_accum
     seconds = time_plan["total_seconds"] if time_plan else lower_bound
-    ckpt = bool(getattr(t, "activation_checkpointing", False))
+    ckpt = t.activation_checkpointing
 
     def fits(cand: ModelConfig) -> dict | None:
-        rec = recommend_batch(cand, vocab, global_batch, precision, t.optimizer, target.device_type,
+        rec = recommend_batch(cand, vocab, rank_batch, precision, t.optimizer, target.device_type,
                               target.memory, overhead, ckpt, MEMORY_HEADROOM)
         if not rec["fits"]:
             return None

@@ -17,10 +17,11 @@ import torch
 
 from ..config import Config, ModelConfig
 from ..model import GPT
+from ..model.checkpoint import load_model_weights, verify_checkpoint
+from ..model.device import autocast, sync
 from ..model.generate import generate
 from ..tokenizer.shards import TokenShard
-from ..train.checkpoint import load_model_weights, load_training_state, save_checkpoint, verify_checkpoint
-from ..train.device import autocast, sync
+from ..train.checkpoint import load_training_state, save_checkpoint
 from .peakmem import PeakMemory, release_freed_memory
 
 DECODE_TOKENS = 8

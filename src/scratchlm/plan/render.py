@@ -43,7 +43,7 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
                             f"optimizer {_b(c['optimizer'])}, autocast weight copies {_b(c['weight_copies'])}"),
         ("memory: activations", f"{_b(mem['activations_without_checkpointing'])} without checkpointing, "
                                 f"{_b(mem['activations_with_checkpointing'])} with (micro-batch {c['micro_batch']}, "
-                                f"seq_len {plan['arithmetic']['tokens_per_step'] // max(1, c['micro_batch'] * c['grad_accum'])})"),
+                                f"seq_len {plan['batch']['tokens'] // plan['batch']['sequences']})"),
         ("memory: step peak", f"{_b(c['peak'])} at the {c['peak_phase']} (+ logits {_b(c['logits'])} and loss "
                               f"gradients {_b(c['loss_backward'])} included)"),
         ("memory: overhead", f"{_b(c['overhead'])} ({c['overhead_note']})"),

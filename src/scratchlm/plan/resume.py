@@ -17,9 +17,11 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..config import Config, load_config
-from ..config_template import _toml_value
-from ..pipeline import plan_artifacts
+from typing import Callable
+
+from ..config import Config, parse_config
+from ..pipeline import Artifact
+from ..toml_text import toml_value
 from .verdicts import NOT_AVAILABLE, Verdict
 
 STEPS, CHECKPOINT_AT = 4, 2
@@ -34,11 +36,11 @@ def _write_toml(raw: dict, path: Path) -> None:
             values = {k: v for k, v in values.items() if k != "sources"}
         if isinstance(values, dict):
             lines.append(f"[{section}]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+            lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
         if section == "data":
             for s in sources:
                 lines.append("[[data.sources]]")
-                lines += [f"{k} = {_toml_value(v)}" for k, v in s.items()]
+                lines += [f"{k} = {toml_value(v)}" for k, v in s.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -54,7 +56,9 @@ def _train(config: Path, resume: bool, timeout: float) -> subprocess.CompletedPr
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def verify_resume(cfg: Config, timeout: float = 900) -> Verdict:
+def verify_resume(cfg: Config, plan_artifacts: Callable[[Config], dict[str, Artifact]],
+                  timeout: float = 900) -> Verdict:
+    """plan_artifacts: the stage registry's; it names the training folder of the config's copy."""
     name = "resume verified on this exact config"
     art = plan_artifacts(cfg)
     if not art["shards"].done:
@@ -66,7 +70,7 @@ def verify_resume(cfg: Config, timeout: float = 900) -> Verdict:
     raw.setdefault("eval", {}).update(max_batches=1, max_new_tokens=1)
     config = cfg.path.parent / f".scratchlm-resume-check-{os.getpid()}.toml"
     _write_toml(raw, config)
-    train_dir = plan_artifacts(load_config(config))["train"].dir
+    train_dir = plan_artifacts(parse_config(config))["train"].dir
     if train_dir.exists():  # e.g. the config itself trains 4 steps: never delete a real run
         config.unlink()
         return Verdict(name, NOT_AVAILABLE, f"{train_dir} already exists; not touching it", {})

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Callable
 
 from ..config import ModelConfig
+from ..toml_text import toml_value
 from .arithmetic import count_params, flops_per_token
 
 
@@ -53,8 +54,4 @@ def config_diff(old: ModelConfig, new: ModelConfig, extra_train: dict) -> str:
 
 
 def _toml(v) -> str:
-    if v is None:
-        return "# unset"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+    return "# unset" if v is None else toml_value(v)

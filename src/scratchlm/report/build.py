@@ -64,20 +64,18 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md = ["# scratchlm run report", ""]
     md += ["Artifacts (content-derived IDs): " + ", ".join(f"{k} `{v}`" for k, v in ids.items()), ""]
     md += data_section(data, shards, train_summary.get("n_params"), _table, data_dir=dirs["data"])
-    tokenizer_plot = None
-    if "tokenizer" in dirs:
-        tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table)
-        md += ["", *tokenizer_md]
+    tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table)
+    md += ["", *tokenizer_md]
     plan_file = workdir / "plan" / f"{ids.get('train')}.json"
     plan = read_json(plan_file) if plan_file.exists() else None
     if plan:
         from ..plan.render import plan_markdown
 
         md += [""] + plan_markdown(plan)
-    from .guard_section import guard_sections  # contamination scan and domain mix
+    from .decontaminate_section import decontaminate_sections  # eval-set scan and domain mix
 
-    guard_md, guard = guard_sections(dirs["decontaminate"], shards, train_summary)
-    md += [""] + guard_md
+    decontaminate_md, decontaminate = decontaminate_sections(dirs["decontaminate"], shards, train_summary)
+    md += [""] + decontaminate_md
     md += ["", "## Training", ""]
     md.append(f"{train_summary['n_params']:,} parameters ({train_summary['n_params_non_embedding']:,} without "
               f"embeddings), {train_summary['steps']} steps, {train_summary['tokens']:,} tokens, on "
@@ -104,14 +102,12 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md += ["## Samples", ""]
     for s in evaluation["samples"]:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
-    md += monitoring_section(dirs["train"], out)  # MONITOR: verdicts, dashboard.html, plots/
+    md += monitoring_section(dirs["train"], out)  # detector verdicts, dashboard.html, plots/
     report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation, "plan": plan}
-    report.update(guard, timings=timings)
-    if "tokenizer" in dirs:
-        report["tokenizer"] = tokenizer_json
+    report.update(decontaminate, timings=timings, tokenizer=tokenizer_json)
     expected = []
     if demo:  # one note on what a 10-minute CPU demo cannot avoid, after the title
-        from .. import demo as demo_note
+        from ..plan import demo as demo_note
 
         expected = demo_note.note_lines(report)
         md[2:2] = demo_note.report_section(report)

@@ -5,18 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ids import read_json
-from ..pipeline import MANIFEST, STAGES
+from ..pipeline import MANIFEST
 from ..progress import duration
 
 
 def stage_seconds(dirs: dict[str, Path]) -> dict[str, float]:
-    """Seconds per finished stage, in pipeline order. The report stage is still running, so it has none yet."""
-    out = {}
-    for stage in STAGES:
-        path = dirs[stage] / MANIFEST if stage in dirs else None
-        if path is not None and path.exists():
-            out[stage] = read_json(path)["seconds"]
-    return out
+    """Seconds per finished stage, in the order of dirs (the pipeline's). The report stage is still running, so
+    it has none yet."""
+    return {stage: read_json(d / MANIFEST)["seconds"] for stage, d in dirs.items() if (d / MANIFEST).exists()}
 
 
 def predicted_training(plan: dict | None) -> float | None:

@@ -16,11 +16,12 @@ from ..config import Config
 from ..errors import UserError
 from ..eval.store import check_same_tokenizer, checkpoint_id, find_evaluation
 from ..ids import content_id, file_digest, write_json
-from ..pipeline import plan_artifacts, require
+from ..model.checkpoint import load_model
+from ..model.device import autocast, pick_device, pick_precision
+from ..pipeline import Artifact, require
 from ..progress import bar, log
 from ..tokenizer.bpe import PAD
-from ..train.checkpoint import load_model, save_checkpoint
-from ..train.device import autocast, pick_device, pick_precision
+from ..train.checkpoint import save_checkpoint
 from ..train.schedule import lr_factor
 from .data import encode_conversations, pack_rows, read_conversations
 from .leak import describe, scan_for_markers
@@ -30,9 +31,9 @@ def sft_learning_rate(cfg: Config) -> float:
     return cfg.sft.learning_rate or cfg.train.learning_rate * cfg.sft.lr_scale
 
 
-def run_sft(cfg: Config, data_path: Path, checkpoint: Path | None = None, force: bool = False) -> dict:
+def run_sft(cfg: Config, art: dict[str, Artifact], data_path: Path, checkpoint: Path | None = None,
+            force: bool = False) -> dict:
     s = cfg.sft
-    art = plan_artifacts(cfg)
     if checkpoint is None:
         checkpoint = Path(require(art, "train").manifest()["result"]["checkpoint"])
     checkpoint = Path(checkpoint).resolve()

@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 
 from ..data.clean.structure import LIST, NOT_A_WORD, PROSE, parse
 from .bpe import SPECIAL_TOKENS
-from .langid import UNDETERMINED, language_of
+from .langid import UNDETERMINED, labeled_language
 
 MAX_TOKENS_PER_WORD = 1.4  # well-served languages sit around 1.1-1.3 on prose with a 32k-50k vocabulary
 MIN_SAMPLE_DOCS = 10  # a tokens/word figure from fewer documents ...
@@ -95,7 +95,7 @@ def sample_caveat(m: dict) -> str:
 def document_language(doc: dict, code_domains: Iterable[str]) -> str:
     if doc.get("domain") in set(code_domains):
         return "code"
-    return doc.get("lang") or language_of(doc["text"])
+    return labeled_language(doc)
 
 
 def measure(tok: Tokenizer, docs: Iterable[dict], code_domains: Iterable[str] = ("code",)) -> dict:

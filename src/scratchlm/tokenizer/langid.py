@@ -29,6 +29,13 @@ def _model():
     return fasttext.load_model(str(path))
 
 
+def labeled_language(doc: dict) -> str:
+    """The `lang` the data stage's language step set on the document: it judged the document's prose, which
+    this detector, reading only the beginning, cannot do better. Detected here only for a document without one
+    (the step was skipped, or the text comes from outside the pipeline: `scratchlm tokenizer compare`)."""
+    return doc.get("lang") or language_of(doc["text"])
+
+
 def language_of(text: str) -> str:
     """ISO 639 code ("en", "de", "ja", ...) of the text's beginning, or "und" when it has no clear language."""
     line = " ".join(text[:PREFIX_CHARS].split())  # fastText predicts one line and rejects "\n"

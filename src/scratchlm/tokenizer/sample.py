@@ -25,7 +25,7 @@ from ..config import Config
 from ..data.jsonl import read_jsonl
 from ..errors import UserError
 from ..ids import read_json
-from .langid import language_of
+from .langid import labeled_language
 
 OVERSAMPLE = 1.25  # draw a bit more than budget/available so random gaps still fill the budget
 OTHER = "other"  # the languages not named in tokenizer.language_quotas, together
@@ -143,7 +143,7 @@ class StratifiedSample:
                 if doc["id"] in held_ids or xxhash.xxh3_64_intdigest(doc["text"].encode()) in held_texts:
                     self.skipped["in_validation_split"] += 1
                     continue
-                lang = "code" if src.domain in self.code_domains else language_of(doc["text"])
+                lang = "code" if src.domain in self.code_domains else labeled_language(doc)
                 room = left
                 if self.language_budget is not None and src.domain not in self.code_domains:
                     key = self._language_key(lang)

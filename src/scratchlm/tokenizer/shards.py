@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from .provenance import ProvenanceWriter, sidecar_path
 
 MAGIC = b"SLMTOK\x00\x01"
 VERSION = 1
@@ -67,8 +68,6 @@ class SourceShardWriter:
         self.current = self._open()
 
     def _open(self) -> TokenShardWriter:
-        from ..data.provenance import ProvenanceWriter
-
         writer = TokenShardWriter(self.directory / f"{self.name}-{len(self.done):05d}.bin", self.vocab_size)
         self.provenance = ProvenanceWriter(writer.path)  # which document each token range came from
         return writer
@@ -97,8 +96,6 @@ class SourceShardWriter:
 
     def close(self) -> list[str]:
         """Close the last file; a source that fits in one file is renamed to plain `<name>.bin`."""
-        from ..data.provenance import sidecar_path
-
         self._close_current()
         paths = self.done + [self.current.path]
         if len(paths) == 1:

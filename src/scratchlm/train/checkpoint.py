@@ -1,12 +1,8 @@
-"""Checkpoints: written atomically, checksummed, self-describing, and kept to the last K.
+"""Writing checkpoints: atomically, checksummed, self-describing, and kept to the last K (and the best).
 
-Layout of one checkpoint directory `step_0000500/`:
-  model.safetensors  weights (tied weights stored once)
-  state.pt           optimizer, step, RNG states, data position
-  meta.json          exact config, seed, artifact IDs, git commit, a checksum of every file
-An int8 export (export/int8.py) is a directory of the same kind: its meta.json names its own weights file.
-The directory is written under a temporary name, fsynced and renamed, so a crash mid-write leaves either the
-previous checkpoint or the new one, never a half-written one that resume would trust.
+model/checkpoint.py reads them back and describes the layout. The directory is written under a temporary name,
+fsynced and renamed, so a crash mid-write leaves either the previous checkpoint or the new one, never a
+half-written one that resume would trust.
 """
 from __future__ import annotations
 
@@ -19,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
+from ..atomic import fsync_path, replacing_dir
 from ..disk import free_bytes, size_text
 from ..errors import UserError
 from ..ids import file_digest, read_json, write_json
+from ..model.checkpoint import PREFIX, WEIGHTS, list_checkpoints, model_tensors
 from ..progress import log
 
-PREFIX = "step_"
-WEIGHTS = "model.safetensors"
 BEST = "best.json"  # names the checkpoint with the lowest validation loss so far; kept when pruning
 
 
@@ -55,15 +51,6 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def model_tensors(model: torch.nn.Module, state: dict | None = None) -> dict[str, torch.Tensor]:
-    """`state`: an already gathered state dict (FSDP); by default the model's own."""
-    # safetensors refuses shared storage; a tied lm_head is restored from the embedding on load.
-    sd = dict(model.state_dict() if state is None else state)
-    if getattr(model.cfg, "tie_embeddings", False):
-        sd.pop("lm_head.weight", None)
-    return {k: v.detach().contiguous().cpu() for k, v in sd.items()}
-
-
 def _umask() -> int:
     try:  # Linux has it in /proc; os.umask can only read it by setting it, racing other threads that create files
         with open("/proc/self/status") as f:
@@ -83,14 +70,6 @@ def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[st
     os.chmod(path, 0o666 & ~_umask())
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: dict, meta: dict,
                     keep_last: int, files: tuple[Path, ...] = (), model_state: dict | None = None,
                     optimizer_state: dict | None = None) -> Path:
@@ -101,20 +80,15 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
     """
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{PREFIX}{step:07d}"
-    tmp = directory / f".tmp_{PREFIX}{step:07d}"
-    shutil.rmtree(tmp, ignore_errors=True)
     tensors = model_tensors(model, model_state)
     optim = optimizer.state_dict() if optimizer_state is None else optimizer_state
     state = {"step": step, "optimizer": optim, "rng": rng_state(), **extra_state}
-    try:
-        _write_checkpoint(tmp, tensors, state, files, {**meta, "step": step, "git_commit": _git_commit()})
+    try:  # a fixed temp name: a crash's leftover (GBs) is removed by the next save of this step
+        with replacing_dir(final, tmp=directory / f".tmp_{PREFIX}{step:07d}") as tmp:
+            _write_checkpoint(tmp, tensors, state, files, {**meta, "step": step, "git_commit": _git_commit()})
     except (OSError, RuntimeError, SafetensorError) as e:  # ENOSPC reaches torch.save as "unexpected pos"
-        shutil.rmtree(tmp, ignore_errors=True)  # the previous checkpoints were never touched
         raise UserError(_write_failure(final, e, _tensor_bytes((tensors, state)))) from None
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    _fsync_dir(directory)
+    fsync_path(directory)
     best = best_checkpoint(directory)
     for old in list_checkpoints(directory)[:-keep_last]:
         if old != best:
@@ -123,17 +97,15 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
 
 
 def _write_checkpoint(tmp: Path, tensors: dict, state: dict, files: tuple[Path, ...], meta: dict) -> None:
-    tmp.mkdir()
     save_tensors(tensors, tmp / WEIGHTS)
     torch.save(state, tmp / "state.pt")
     for f in files:
         shutil.copyfile(f, tmp / Path(f).name)  # not copy(): the new file takes the umask, not the source's mode
     for name in (WEIGHTS, "state.pt"):
-        with open(tmp / name, "rb") as f:
-            os.fsync(f.fileno())
+        fsync_path(tmp / name)
     meta = {**meta, "checksums": {n: file_digest(tmp / n) for n in (WEIGHTS, "state.pt")}}
     write_json(tmp / "meta.json", meta)
-    _fsync_dir(tmp)
+    fsync_path(tmp)
 
 
 def _tensor_bytes(obj) -> int:
@@ -196,117 +168,9 @@ def rebuild_best(directory: Path, evaluations: list[tuple[int, float]]) -> None:
         mark_best(directory, step, val_loss)
 
 
-def step_dirs(directory: Path) -> list[Path]:
-    """Every step_* directory, oldest first, whole or not: what resume looks at (and explains skipping)."""
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
-
-
-def list_checkpoints(directory: Path) -> list[Path]:
-    return [p for p in step_dirs(directory) if (p / "meta.json").exists()]
-
-
-def check_checkpoint(path: Path) -> dict:
-    """The checkpoint's meta once every file matches its checksum; else a UserError naming the file."""
-    meta_path = Path(path) / "meta.json"
-    if not meta_path.exists():
-        raise UserError(f"{path} is not a scratchlm checkpoint (no meta.json)")
-    try:
-        meta = read_json(meta_path)
-        checksums = dict(meta["checksums"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f"checkpoint file {meta_path} is damaged ({type(e).__name__}: {e})") from None
-    for name, digest in checksums.items():
-        f = Path(path) / name
-        if not f.exists():
-            raise UserError(f"checkpoint file {f} is missing ({meta_path} lists it)")
-        if file_digest(f) != digest:
-            raise UserError(f"checkpoint file {f} is corrupt (checksum mismatch)")
-    return meta
-
-
-def weights_file(meta: dict) -> str:
-    """The weights file of a checkpoint, or of an int8 export, whose meta names its own."""
-    return meta.get("quantization", {}).get("weights", WEIGHTS)
-
-
-def previous_good(path: Path) -> Path | None:
-    """The newest checkpoint before `path` in its directory that passes its checksums."""
-    for older in reversed([p for p in list_checkpoints(Path(path).parent) if p.name < Path(path).name]):
-        try:
-            check_checkpoint(older)
-            return older
-        except UserError:
-            continue
-    return None
-
-
-def verify_checkpoint(path: Path, config: Path | None = None) -> dict:
-    """check_checkpoint, with the way out in the error: the previous good checkpoint, and with `config` the
-    command that resumes training from it."""
-    try:
-        return check_checkpoint(path)
-    except UserError as e:
-        good = previous_good(path)
-        if good is None:
-            raise
-        how = f": `scratchlm train -c {config} --resume-from {good}`" if config else f" ({good})"
-        raise UserError(f"{e}; the previous checkpoint is {good.name}, which verifies{how}") from None
-
-
-def read_tensors(file: Path) -> dict[str, torch.Tensor]:
-    try:
-        return load_file(str(file))
-    except (SafetensorError, OSError) as e:  # its checksum was rewritten to match: the bytes are no checkpoint
-        raise UserError(f"checkpoint file {file} is not a readable safetensors file ({e})") from None
-
-
-def load_model_weights(model, path: Path) -> None:
-    set_model_tensors(model, path, read_tensors(Path(path) / WEIGHTS))
-
-
-def set_model_tensors(model, path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    """Load `tensors` (as model_tensors wrote them) into the model, or a UserError saying how they differ."""
-    if model.cfg.tie_embeddings:
-        tensors["lm_head.weight"] = tensors["tok_emb.weight"]
-    try:
-        missing, unexpected = model.load_state_dict(tensors, strict=False)
-    except RuntimeError as e:  # shape mismatch
-        first = str(e).strip().splitlines()[-1].strip()
-        raise UserError(f"checkpoint {path} does not match the model config: {first}") from None
-    if missing or unexpected:
-        raise UserError(f"checkpoint {path} does not match the model config "
-                        f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-
-
 def load_training_state(path: Path) -> dict:
     file = Path(path) / "state.pt"
     try:
         return torch.load(file, map_location="cpu", weights_only=False)
     except Exception as e:  # unpickling garbage raises whatever the bytes happen to trigger
         raise UserError(f"checkpoint file {file} cannot be read ({type(e).__name__}: {e})") from None
-
-
-def load_model(path: Path, device: torch.device | str = "cpu"):
-    """Rebuild the model from a checkpoint directory alone; returns (model, tokenizer, meta)."""
-    from ..config import ModelConfig
-    from ..model import GPT
-    from ..tokenizer.bpe import load_tokenizer
-
-    path = Path(path)
-    meta = verify_checkpoint(path)
-    model = GPT(ModelConfig(**meta["config"]["model"]), meta["vocab_size"])
-    if "quantization" in meta:
-        from ..export.int8 import load_int8_weights
-
-        load_int8_weights(model, path, meta)
-    else:
-        load_model_weights(model, path)
-    tok_file = path / "tokenizer.json"
-    if not tok_file.exists():
-        raise UserError(f"checkpoint {path} has no tokenizer.json")
-    tokenizer = load_tokenizer(tok_file)
-    if tokenizer.get_vocab_size() != meta["vocab_size"]:
-        raise UserError(f"{tok_file} has {tokenizer.get_vocab_size()} tokens, the model {meta['vocab_size']}")
-    return model.to(device), tokenizer, meta

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .batch import ranks_launched
+
 
 @dataclass(frozen=True)
 class World:
@@ -29,7 +31,7 @@ class World:
 
 
 def init_world(device: torch.device) -> tuple[World, torch.device]:
-    size = int(os.environ.get("WORLD_SIZE", "1"))
+    size = ranks_launched()
     if size <= 1:
         return World(), device
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))

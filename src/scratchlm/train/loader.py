@@ -64,7 +64,6 @@ class MixtureLoader:
         if not self.shards:
             raise UserError(f"no source has more than seq_len+1 = {seq_len + 1} training tokens")
         self.probs = np.asarray(weights, dtype=np.float64) / sum(weights)
-        self.position = 0  # optimizer steps consumed; restored from checkpoints
         self.tokens_drawn = np.zeros(len(self.shards), dtype=np.int64)
 
     def positions(self, step: int, micro: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -107,18 +106,20 @@ class MixtureLoader:
         return {name: drawn[name] / size[name] for name in drawn}
 
     def state_dict(self) -> dict:
-        return {"position": self.position, "tokens_drawn": self.tokens_drawn.tolist()}
+        # No position: what a step draws is a function of (seed, step), and the checkpoint holds the step.
+        return {"tokens_drawn": self.tokens_drawn.tolist()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.position = state["position"]
+        # Older checkpoints also hold a "position"; nothing ever used it, so it is skipped.
         self.tokens_drawn = np.asarray(state["tokens_drawn"], dtype=np.int64)
 
 
 class Prefetcher:
     """Draws the next `depth` micro-batches in a background thread, in training order.
 
-    `wait_seconds` accumulates the time the training thread spent waiting for data: a loader that cannot keep
-    up shows there, instead of as an unexplained drop in tokens/s.
+    `wait_seconds` accumulates the time the training thread spent waiting for data (with depth 0, drawing the
+    batch itself): a loader that cannot keep up shows there, instead of as an unexplained drop in tokens/s. It
+    is the one data-wait timer; the monitor's data-wait share is read from it.
     """
 
     def __init__(self, loader: MixtureLoader, start_step: int, max_steps: int, depth: int):
@@ -146,11 +147,13 @@ class Prefetcher:
             self._queue.put((None, e))
 
     def get(self, step: int, micro: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-        if self.depth == 0:
-            return self.loader.batch(step, micro)
         t0 = time.perf_counter()
-        key, item = self._queue.get()
+        batch = self.loader.batch(step, micro) if self.depth == 0 else self._take(step, micro)
         self.wait_seconds += time.perf_counter() - t0
+        return batch
+
+    def _take(self, step: int, micro: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+        key, item = self._queue.get()
         if key is None:
             raise item
         if key != (step, micro):

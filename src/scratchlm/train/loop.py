@@ -17,26 +17,28 @@ from pathlib import Path
 
 import torch
 
+from ..atomic import atomic_write_text
 from ..config import Config
 from ..errors import UserError
 from ..eval.loss import evaluate_domains, mean_over_domains
 from ..eval.samples import generate_samples
-from ..ids import atomic_write_text, read_json, write_json
+from ..ids import read_json, write_json
 from ..model import GPT
-from ..model.presets import describe_preset
-from ..monitor import Monitor, NullMonitor  # MONITOR
+from ..model.checkpoint import check_checkpoint, list_checkpoints, load_model_weights, step_dirs, verify_checkpoint
+from ..model.device import autocast, pick_device, pick_precision, sync
+from ..monitor import Monitor, NullMonitor
 from ..monitor.monitor import row_lines
+from ..presets import describe_preset
 from ..progress import bar, bars_on, duration, log
 from ..tokenizer.bpe import load_tokenizer
 from ..tokenizer.shards import check_tokenizer_matches
-from .checkpoint import (best_checkpoint, check_checkpoint, list_checkpoints, load_model_weights,
-                         load_training_state, mark_best, rebuild_best, save_checkpoint, set_rng_state, step_dirs,
-                         verify_checkpoint)
-from .device import autocast, pick_device, pick_precision, sync
+from . import optim
+from .batch import effective_batch
+from .checkpoint import (best_checkpoint, load_training_state, mark_best, rebuild_best, save_checkpoint,
+                         set_rng_state)
 from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
                           mean_over_ranks, wrap_model)
 from .loader import MixtureLoader, Prefetcher
-from . import optim
 from .schedule import lr_factor
 
 
@@ -97,25 +99,14 @@ def build_optimizer(model: torch.nn.Module, cfg: Config, device: torch.device) -
     """The optimizer named by `train.optimizer` (adamw | muon | muonh); switching is that one key."""
     t = cfg.train
     return optim.build_optimizer(model, t.optimizer, t.learning_rate, t.weight_decay, betas=(t.beta1, t.beta2),
-                                 muon_lr=t.muon_lr, muon_momentum=t.muon_momentum, device_type=device.type)
+                                 muon_lr=t.muon_lr, muon_momentum=t.muon_momentum, device_type=device.type,
+                                 orthogonalizer=t.orthogonalizer)
 
 
 def _set_lr(optimizer, factor: float) -> float:
     for g in optimizer.param_groups:
         g["lr"] = g["initial_lr"] * factor
     return optimizer.param_groups[0]["lr"]
-
-
-def grad_accum_for(t, seq_len: int, world_size: int) -> int:
-    """Micro-batches per optimizer step: `train.batch_tokens` when given, else `train.grad_accum`."""
-    if not t.batch_tokens:
-        return t.grad_accum
-    per_micro = t.batch_size * seq_len * world_size
-    if t.batch_tokens % per_micro:
-        raise UserError(f"`train.batch_tokens` = {t.batch_tokens} is not a multiple of batch_size x seq_len x "
-                        f"world size = {t.batch_size} x {seq_len} x {world_size} = {per_micro}; use a multiple "
-                        f"of {per_micro} or change `train.batch_size`")
-    return t.batch_tokens // per_micro
 
 
 def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict,
@@ -137,7 +128,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
            resume: bool, resume_from: Path | None, world: World, device: torch.device, stop: StopOnSignal) -> dict:
     t, m = cfg.train, cfg.model
     precision = pick_precision(t.precision, device)
-    grad_accum = grad_accum_for(t, m.seq_len, world.size)
+    batch = effective_batch(cfg, world.size)
+    grad_accum = batch.grad_accum
     torch.manual_seed(t.seed)
     shards = read_json(shards_dir / "shards.json")
     tokenizer = load_tokenizer(tokenizer_dir / "tokenizer.json")
@@ -184,11 +176,11 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     kept_rows = _discard_after(out, step) if world.main else []
     if world.main and resume:
         rebuild_best(ckpt_dir, [(r["step"], r["val_loss"]) for r in kept_rows if "val_loss" in r])
-    monitor = (Monitor(cfg, out, raw, device, precision, loader, start_step=step,  # MONITOR
+    monitor = (Monitor(cfg, out, raw, device, precision, loader, start_step=step,
                        group_norms=not (t.fsdp and world.size > 1))
                if world.main else NullMonitor())
 
-    tokens_per_step = t.batch_size * grad_accum * world.size * m.seq_len
+    tokens_per_step = batch.tokens
     if world.main:
         shape = describe_preset(m)
         log(f"train: {raw.num_params():,} parameters{f' ({shape})' if shape else ''} on {device} ({precision}) "
@@ -200,7 +192,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         if metrics_file is not None:
             metrics_file.write(json.dumps(row) + "\n")
             metrics_file.flush()
-        monitor.publish(row)  # MONITOR: TensorBoard / W&B
+        monitor.publish(row)  # TensorBoard / W&B
 
     def checkpoint(at: int) -> Path | None:
         model_state, optimizer_state = full_state(model if t.fsdp else raw, optimizer, t.fsdp)
@@ -215,7 +207,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         evaluation = evaluate_domains(raw, shards_dir, t.batch_size, cfg.eval.max_batches, device, precision)
         samples = generate_samples(raw, tokenizer, prompts, cfg.eval, seed=t.seed)
         val_loss = mean_over_domains(evaluation)
-        row = monitor.on_eval(at, {"step": at, "eval": evaluation, "val_loss": val_loss}, samples)  # MONITOR
+        row = monitor.on_eval(at, {"step": at, "eval": evaluation, "val_loss": val_loss}, samples)
         if world.main:
             mark_best(ckpt_dir, at, val_loss)
             (out / "samples").mkdir(exist_ok=True)
@@ -236,14 +228,14 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                    **({} if world.main else {"file": open(os.devnull, "w")}))
     plain = world.main and not bars_on()  # in a log: one line per log step instead of the bar, as nanoGPT does
     loop_start, loop_start_step = time.perf_counter(), step
-    window_start, window_tokens = time.perf_counter(), 0
+    # The window a log row measures: throughput, and the share of it spent waiting for data.
+    window_start, window_tokens, window_wait = time.perf_counter(), 0, batches.wait_seconds
     last_checkpoint = time.monotonic()
     while step < t.max_steps:
         lr = _set_lr(optimizer, lr_factor(step, t.max_steps, t.warmup_steps, t.schedule, t.min_lr_ratio))
         loss_sum = 0.0
         for micro in range(grad_accum):
-            with monitor.data_timer():  # MONITOR: time waiting for data
-                x, y, _ = batches.get(step, micro)
+            x, y, _ = batches.get(step, micro)
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             with no_sync(model, micro < grad_accum - 1):  # DDP all-reduces on the last micro-batch only
                 with autocast(device, precision):
@@ -252,16 +244,15 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             loss_sum += float(loss.detach())
         loss_value = mean_over_ranks(loss_sum / grad_accum, world, device)
         scaler.unscale_(optimizer)
-        monitor.before_update(step + 1)  # MONITOR: per-group grad norms, weights before the update
+        monitor.before_update(step + 1)  # per-group grad norms, weights before the update
         grad_norm = clip_gradients(model, t.grad_clip, t.fsdp)
         if not math.isfinite(loss_value) or not math.isfinite(grad_norm):
             _halt(out if world.main else None, step, loss_value, grad_norm,
-                  monitor.diagnose(step, loss_value, grad_norm, lr))  # MONITOR
+                  monitor.diagnose(step, loss_value, grad_norm, lr))
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        loader.position = step
         window_tokens += tokens_per_step
         progress.update(1)
         if step % t.log_every == 0 or step == t.max_steps:
@@ -270,12 +261,12 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             row = {"step": step, "loss": loss_value, "lr": lr, "grad_norm": grad_norm,
                    "tokens_per_s": window_tokens / max(elapsed, 1e-9), "tokens": step * tokens_per_step,
                    "data_wait_s": batches.wait_seconds}
-            monitor.on_log(step, row, elapsed)  # MONITOR: norms, MFU, data wait, memory, detectors
+            monitor.on_log(step, row, elapsed, batches.wait_seconds - window_wait)  # norms, MFU, memory, detectors
             record(row)
             progress.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
             if plain:
                 log(step_line(step, t.max_steps, row, (time.perf_counter() - loop_start) / (step - loop_start_step)))
-            window_start, window_tokens = time.perf_counter(), 0
+            window_start, window_tokens, window_wait = time.perf_counter(), 0, batches.wait_seconds
         due_by_time = bool(t.checkpoint_minutes) and any_rank(
             time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
         stopping = any_rank(stop.signum is not None, world, device)  # every rank must join the save
@@ -292,14 +283,15 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                                       f"{cfg.path or 'CONFIG'} --resume`", stop.signum or signal.SIGTERM)
         if eval_due(step, t):
             evaluate(step)
-            window_start = time.perf_counter()  # evaluation time is not training throughput
+            # Evaluation time is neither training throughput nor data wait.
+            window_start, window_wait = time.perf_counter(), batches.wait_seconds
     batches.close()
     progress.close()
     barrier(world)
     summary = {"steps": step, "tokens": step * tokens_per_step, "n_params": raw.num_params(),
                "n_params_non_embedding": raw.num_params(embeddings=False), "device": str(device),
                "precision": precision, "world_size": world.size, "epochs_per_source": loader.epochs(),
-               "monitor": monitor.close()["detectors"]}  # MONITOR: verdict per detector
+               "monitor": monitor.close()["detectors"]}  # verdict per detector
     if metrics_file is not None:
         metrics_file.close()
         best = best_checkpoint(ckpt_dir)
@@ -401,7 +393,7 @@ def _truncate_metrics(path: Path, step: int) -> list[dict]:
 def _halt(out: Path | None, step: int, loss: float, grad_norm: float, diagnosis: dict) -> None:
     """`out` is None on ranks other than 0: rank 0 writes the diagnosis, every rank stops."""
     if out is not None:
-        write_json(out / "diagnosis.json", diagnosis)  # MONITOR: the diagnosis comes from monitor.diagnose
+        write_json(out / "diagnosis.json", diagnosis)  # made by monitor.diagnose
     where = f"see {out / 'diagnosis.json'}" if out is not None else "rank 0 wrote diagnosis.json"
     raise TrainingHalted(f"training stopped at step {step}: loss {loss}, grad norm {grad_norm} is not finite "
                          f"({len(diagnosis.get('nonfinite_grads', []))} parameters with non-finite gradients); "

@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from scratchlm.data.paragraph_split import split_paragraphs
 from scratchlm.errors import UserError
 
 UNDETERMINED = "und"  # ISO 639-2 code for "undetermined": empty text, or below a confidence floor
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # What carries no language: fenced and inline code, URLs, HTML tags, reST/Markdown directive and badge syntax.
 # fastText reads them as words, so a README whose badges are half its tokens scores p=0.5 for English.
 _NOT_LANGUAGE = re.compile(r"```.*?```|`[^`\n]*`|\b(?:https?|ftp)://\S+|www\.\S+|<[^>\n]+>"
@@ -85,7 +85,7 @@ def close_relative(unit: "UnitLanguage", keep: tuple[str, ...]) -> bool:
 def paragraph_languages(text: str) -> list[tuple[str, float, int]]:
     """(language, probability, character count) for each blank-line-separated paragraph that has words."""
     out = []
-    for paragraph in _PARAGRAPH_BREAK.split(text):
+    for paragraph in split_paragraphs(text, any_space=True):
         paragraph = paragraph.strip()
         if paragraph:
             lang, prob = detect_language(paragraph)

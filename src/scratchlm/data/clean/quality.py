@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..paragraph_split import split_paragraphs
 from .structure import similarity_text
 
 _PUNCT = string.punctuation + "“”‘’«»…–—"
 _BULLETS = ("•", "●", "○", "▪", "◦", "‣", "⁃", "-", "*", "–")
 _ELLIPSES = ("...", "…")
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A sentence: some word characters, then terminal punctuation (optionally closed by quotes/brackets),
 # then whitespace or the end. Good enough to count sentences without a tokenizer model.
 _SENTENCE_END = re.compile(r"\w[^.!?]*[.!?]+[\"'”’)\]]*(?=\s|$)")
@@ -194,7 +194,7 @@ class _Doc:
         self.tokens = text.split()
         self.words = [t for t in self.tokens if t.strip(_PUNCT)]
         self.lines = [line.strip() for line in text.split("\n") if line.strip()]
-        self.paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+        self.paragraphs = [p.strip() for p in split_paragraphs(text, any_space=True) if p.strip()]
 
 
 def _high(out: list[Failure], rule: str, value: float, limit: float | None) -> None:

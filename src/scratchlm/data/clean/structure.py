@@ -17,6 +17,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ..paragraph_split import paragraphs_and_breaks
+
 BLANK, HEADING, OPTION, TABLE, CODE, LIST, PROSE = "blank", "heading", "option", "table", "code", "list", "prose"
 STRUCTURAL = frozenset({HEADING, OPTION, TABLE, CODE})  # never cut by a line rule
 LANGUAGE_FREE = frozenset({OPTION, TABLE, CODE})  # never judged or cut by the language step
@@ -344,9 +346,6 @@ def skeleton_reason(text: str, chars_read: int, min_chars: int) -> str | None:
     return None
 
 
-_PARAGRAPH_BREAK = re.compile(r"(\r?\n(?:[ \t]*\r?\n)+)")  # the paragraph deduper's boundary
-
-
 def structural_paragraphs(text: str) -> frozenset[int]:
     """Indices of the blank-line-separated paragraphs that are mostly structure (code, tables, options,
     headings) rather than prose, that document an option (its line and its description), that introduce a list
@@ -354,10 +353,10 @@ def structural_paragraphs(text: str) -> frozenset[int]:
     page has them in the same words."""
     lines = parse(text)
     spans, line_no = [], 0
-    parts = _PARAGRAPH_BREAK.split(text)
-    for i, paragraph in enumerate(parts[0::2]):
+    paragraphs, breaks = paragraphs_and_breaks(text)  # the paragraph deduper's indices
+    for i, paragraph in enumerate(paragraphs):
         spans.append(lines[line_no:line_no + paragraph.count("\n") + 1])
-        line_no += paragraph.count("\n") + (parts[2 * i + 1].count("\n") if 2 * i + 1 < len(parts) else 0)
+        line_no += paragraph.count("\n") + (breaks[i].count("\n") if i < len(breaks) else 0)
     out = set()
     for i, span in enumerate(spans):
         total = sum(len(line.text.strip()) for line in span)

@@ -3,8 +3,8 @@
 from scratchlm.data.dedup.containment import ContainmentConfig, ContainmentFinder
 from scratchlm.data.dedup.exact import ExactDeduper
 from scratchlm.data.dedup.minhash import FuzzyDeduper, MinHashConfig, minhash_signatures
-from scratchlm.data.dedup.normalize import normalize_for_hash, word_shingles
 from scratchlm.data.dedup.paragraphs import ParagraphDedupConfig, ParagraphDeduper, RemovedParagraph
+from scratchlm.data.dedup.words import normalize_for_hash, word_shingles
 
 __all__ = [
     "ContainmentConfig",

@@ -6,7 +6,7 @@ memory is one 16-byte key plus the first document's id per distinct text.
 
 import xxhash
 
-from scratchlm.data.dedup.normalize import normalize_to_bytes
+from scratchlm.data.dedup.words import normalize_to_bytes
 
 
 def exact_key(text: str) -> bytes:

@@ -1,7 +1,7 @@
 """Near-duplicate detection: MinHash signatures over hashed word n-grams, LSH banding, verification, union-find.
 
 Pipeline for a batch of documents, all vectorized with numpy:
-  1. normalize (normalize.py) and hash every word n-gram to uint64 without building a Python string per word
+  1. normalize (words.py) and hash every word n-gram to uint64 without building a Python string per word
      or shingle: words are hashed from 8-byte blocks read straight out of the batch's byte buffer, and a
      prefix-sum polynomial over word hashes gives every n-gram's hash from two lookups;
   2. MinHash signature per document: min over its shingles of num_perm universal hashes. Backend "rensa" (Rust,
@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from scratchlm.data.dedup.normalize import ASCII_TABLE, fold_to_bytes
+from scratchlm.data.dedup.words import ASCII_TABLE, NgramPolynomial, fold_to_bytes, ngram_polynomial
 from scratchlm.errors import UserError
 
 try:
@@ -81,6 +81,7 @@ class MinHashConfig:
 #              where block_k is bytes [8k, 8k+8) of the UTF-8 word, little-endian, zero-padded;
 #   shingle hash of words w_0..w_{m-1} (m = ngram, or fewer for a short document):
 #              fmix64(sum_j W(w_j) * base^j mod 2^64), base an odd 64-bit number drawn from the seed.
+#              (the polynomial is words.NgramPolynomial, shared with decontamination's fingerprints).
 # Both are computed for a whole batch with a handful of numpy passes over words, never over Python strings.
 
 
@@ -103,37 +104,6 @@ _BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1],
 def polynomial_base(seed: int) -> int:
     """Odd 64-bit base of the shingle polynomial, so it is invertible mod 2^64."""
     return int(np.random.default_rng([seed, 0]).integers(0, 1 << 63, dtype=np.uint64)) * 2 + 1
-
-
-class _PowerTable:
-    """base^j and base^-j mod 2^64 for j < length, grown on demand (one table per seed)."""
-
-    def __init__(self, base: int) -> None:
-        self.base = base
-        self.inverse = pow(base, -1, 1 << 64)
-        self.powers = np.ones(1, dtype=np.uint64)
-        self.inverse_powers = np.ones(1, dtype=np.uint64)
-
-    def ensure(self, length: int) -> None:
-        if len(self.powers) >= length:
-            return
-        length = max(length, 2 * len(self.powers))
-        self.powers = np.full(length, self.base, dtype=np.uint64)
-        self.powers[0] = 1
-        np.cumprod(self.powers, out=self.powers)
-        self.inverse_powers = np.full(length, self.inverse, dtype=np.uint64)
-        self.inverse_powers[0] = 1
-        np.cumprod(self.inverse_powers, out=self.inverse_powers)
-
-
-_power_tables: dict[int, _PowerTable] = {}
-
-
-def _power_table(seed: int) -> _PowerTable:
-    base = polynomial_base(seed)
-    if base not in _power_tables:
-        _power_tables[base] = _PowerTable(base)
-    return _power_tables[base]
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -161,7 +131,7 @@ def _word_hashes(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndar
     return fmix64(acc)
 
 
-def _hash_chunk(texts: list[str], ngram: int, table: _PowerTable) -> tuple[np.ndarray, np.ndarray]:
+def _hash_chunk(texts: list[str], ngram: int, polynomial: NgramPolynomial) -> tuple[np.ndarray, np.ndarray]:
     # ASCII text is normalized for the whole chunk at once: one bytes.translate maps case, punctuation and
     # whitespace, and word boundaries come from numpy, so runs of spaces never need collapsing. Other text is
     # folded on its own first (the chunk-wide translate is then a no-op on it).
@@ -181,30 +151,26 @@ def _hash_chunk(texts: list[str], ngram: int, table: _PowerTable) -> tuple[np.nd
         return np.empty(0, dtype=np.uint64), shingle_counts
     words = _word_hashes(buf, word_start, word_end - word_start)
 
-    # prefix[k] = sum_{j<k} W_j * base^j, so words [s, e) hash to (prefix[e] - prefix[s]) * base^-s.
-    table.ensure(len(words) + 1)
-    prefix = np.zeros(len(words) + 1, dtype=np.uint64)
-    np.cumsum(words * table.powers[: len(words)], out=prefix[1:])
+    prefix = polynomial.prefix_sums(words)
     first_of_shingle = _ranges(first_word, shingle_counts)
     end_of_shingle = np.minimum(first_of_shingle + ngram, np.repeat(first_word + word_counts, shingle_counts))
-    hashes = (prefix[end_of_shingle] - prefix[first_of_shingle]) * table.inverse_powers[first_of_shingle]
-    return fmix64(hashes), shingle_counts
+    return fmix64(polynomial.span_hashes(prefix, first_of_shingle, end_of_shingle)), shingle_counts
 
 
 def shingle_hashes(texts: list[str], ngram: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """uint64 hashes of every word n-gram of every text (normalized on the way), flattened.
 
     Returns (hashes [total_shingles], offsets [n_texts + 1]): text i owns hashes[offsets[i]:offsets[i+1]].
-    The shingles are exactly normalize.word_shingles (a text shorter than ngram words gives one shingle).
+    The shingles are exactly words.word_shingles (a text shorter than ngram words gives one shingle).
     """
-    table = _power_table(seed)
+    polynomial = ngram_polynomial(polynomial_base(seed))
     chars_before = np.cumsum([0] + [len(t) for t in texts])
     # Chunk boundaries every ~_TEXT_CHUNK_CHARS characters (at least one text per chunk).
     marks = np.arange(_TEXT_CHUNK_CHARS, chars_before[-1], _TEXT_CHUNK_CHARS)
     bounds = np.unique(np.concatenate(([0], np.searchsorted(chars_before, marks), [len(texts)])))
     hash_parts, count_parts = [np.empty(0, dtype=np.uint64)], [np.empty(0, dtype=np.int64)]
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        hashes, counts = _hash_chunk(texts[lo:hi], ngram, table)
+        hashes, counts = _hash_chunk(texts[lo:hi], ngram, polynomial)
         hash_parts.append(hashes)
         count_parts.append(counts)
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)

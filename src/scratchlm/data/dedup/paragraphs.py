@@ -10,7 +10,6 @@ A paragraph is text between blank lines. Separators are kept, so the surviving t
 Memory per distinct kept paragraph: a 16-byte exact key, num_perm*4 bytes of signature, bands*16 bytes of index.
 """
 
-import re
 from array import array
 from dataclasses import dataclass
 
@@ -25,10 +24,10 @@ from scratchlm.data.dedup.minhash import (
     estimated_jaccard,
     signatures_and_counts,
 )
-from scratchlm.data.dedup.normalize import normalize_to_bytes
+from scratchlm.data.dedup.words import normalize_to_bytes
+from scratchlm.data.paragraph_split import paragraphs_and_breaks
 from scratchlm.errors import UserError
 
-_PARAGRAPH_BREAK = re.compile(r"(\r?\n(?:[ \t]*\r?\n)+)")  # a newline plus one or more blank lines
 _EXCERPT_CHARS = 80
 
 
@@ -97,8 +96,7 @@ class ParagraphDeduper:
         accepts are cut (the others stay in the text; the index is the same either way)."""
         doc_number = len(self._doc_ids)
         self._doc_ids.append(doc_id)
-        parts = _PARAGRAPH_BREAK.split(text)
-        paragraphs, separators = parts[0::2], parts[1::2]
+        paragraphs, separators = paragraphs_and_breaks(text)
         normalized = [normalize_to_bytes(p) for p in paragraphs]
         eligible = [i for i, n in enumerate(normalized)
                     if n and n.count(b" ") + 1 >= self.cfg.min_words and i not in protected]

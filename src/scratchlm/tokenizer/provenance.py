@@ -4,7 +4,8 @@ Beside each shard `<name>.bin` (and its `<name>.idx.npy` of (start, domain) per 
 one line per document, in shard order, {"id", "source", "orig_id", "start", "tokens"}. `id` is the data stage's
 document ID (`source/relative/path[:line]`, with `#k` for a piece left by span-mode decontamination), `orig_id`
 the ID field of the original record when it had one, `start`/`tokens` its token range in the shard.
-Plain JSONL, so `grep` finds a document; `trace` finds the document of a token offset with one binary search.
+Plain JSONL, so `grep` finds a document; `trace` finds the document of a token offset with one binary search
+(`scratchlm data trace`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..pipeline import Artifact, require
 
 SUFFIX = ".docs.jsonl"
 
@@ -62,7 +64,7 @@ def resolve_shard(shards_dir: Path, shard: str) -> Path:
 
 def trace(shard_path: Path, offset: int, tokenizer, context: int = 24) -> dict:
     """The document holding token `offset` of a shard, and the text around that token."""
-    from ..tokenizer.shards import TokenShard
+    from .shards import TokenShard  # not at the top: shards.py writes the sidecars with this module
 
     shard = TokenShard(shard_path)
     if not 0 <= offset < len(shard):
@@ -89,3 +91,13 @@ def format_trace(t: dict) -> str:
     return (f"token {t['offset']} of {t['shard']} is token {t['offset_in_doc']} of {t['tokens']} in document "
             f"{t['id']}{origin}, source {t['source']}\n"
             f"{t['before']}[[{t['token']}]]{t['after']}")
+
+
+def run_trace_command(args, art: dict[str, Artifact]) -> int:
+    """`scratchlm data trace`: print the document a token of a shard came from, with the text around it."""
+    from .bpe import load_tokenizer
+
+    shards_dir = require(art, "shards").dir
+    tokenizer = load_tokenizer(require(art, "tokenizer").dir / "tokenizer.json")
+    print(format_trace(trace(resolve_shard(shards_dir, args.shard), args.offset, tokenizer, args.context)))
+    return 0

@@ -7,8 +7,8 @@ findings under one note, so that anything else flagged stands out.
 """
 from __future__ import annotations
 
-from .data.token_estimate import size_verdict
-from .plan.verdicts import worst
+from ..data.token_estimate import size_verdict
+from .verdicts import worst
 
 WHY = {
     "corpus size": "a useful model needs 20 tokens per parameter, for this model tens of millions of tokens and "

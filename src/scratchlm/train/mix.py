@@ -5,7 +5,7 @@ by (seed, step, micro-step), so the mix is deterministic and reached in expectat
 a run of N sequences is off its target by about sqrt(p(1-p)/N), under 0.5 percentage points from 10,000 sequences
 on. That is why it is not forced exactly by down-sampling lists; what matters is what the plan implies and what a
 run actually drew, and this module computes both:
-  target tokens  = share x planned tokens (max_steps x batch_size x grad_accum x seq_len)
+  target tokens  = share x planned tokens (max_steps x the tokens of an optimizer step, batch.py)
   epochs         = target tokens / the source's tokens  (> 1: repeated, < 1: down-sampled)
   achieved       = the tokens the loader really drew per source (train summary's epochs x source tokens)
 Warnings: a source repeated more than MAX_EPOCHS times (beyond ~4 epochs repeated data is worth much less than
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+
+from .batch import effective_batch, ranks_launched
 
 MAX_EPOCHS = 4.0
 MIN_DOMAIN_SHARE = 0.01  # an eval set's domain with less than this share of the training tokens is "almost none"
@@ -121,7 +123,6 @@ def mix_from_shards(shards: dict, planned_tokens: int, seq_len: int | None = Non
 
 
 def planned_mix(cfg, shards: dict) -> MixPlan:
-    """The mix the config's run will draw: max_steps x batch_size x grad_accum sequences of seq_len tokens."""
-    t = cfg.train
-    planned = t.max_steps * t.batch_size * t.grad_accum * cfg.model.seq_len
+    """The mix the config's run will draw: max_steps optimizer steps of the batch training uses."""
+    planned = cfg.train.max_steps * effective_batch(cfg, ranks_launched()).tokens
     return mix_from_shards(shards, planned, cfg.model.seq_len, eval_domains=[s.domain for s in cfg.eval.sets])

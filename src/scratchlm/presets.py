@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UserError
+from .errors import UserError
 
 PRESETS: dict[str, dict[str, Any]] = {
     # The quickstart's model: trains in minutes on 2 CPU cores.

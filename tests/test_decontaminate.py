@@ -1,4 +1,4 @@
-"""Tests of the n-gram contamination guard, on real text: pydoc topics paragraphs as eval items, stdlib .py files
+"""Tests of decontamination's n-gram scan, on real text: pydoc topics paragraphs as eval items, stdlib .py files
 as training documents."""
 
 from __future__ import annotations
@@ -15,17 +15,15 @@ import pytest
 import zstandard
 from pydoc_data.topics import topics
 
-from scratchlm.data.contamination import (
-    ContaminationIndex,
-    ContaminationReport,
-    decontaminate,
-    iter_train_documents,
-    load_eval_set,
-    normalize_words,
-    run_contamination_command,
-    scan_corpus,
-    scan_document,
-)
+from scratchlm.data.dedup.words import ngram_polynomial, normalize_words, word_spans
+from scratchlm.decontaminate.check import check_files
+from scratchlm.decontaminate.corpus_scan import scan_corpus
+from scratchlm.decontaminate.cut import remove_matches
+from scratchlm.decontaminate.files import iter_train_documents, load_eval_set
+from scratchlm.decontaminate.fingerprint import HASH_SCHEME, text_words
+from scratchlm.decontaminate.index import INDEX_FORMAT, ContaminationIndex
+from scratchlm.decontaminate.report import ContaminationReport
+from scratchlm.decontaminate.scan import scan_document, scan_texts
 from scratchlm.errors import UserError
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -36,7 +34,7 @@ TRAIN_FILES = ["json/decoder.py", "json/encoder.py", "csv.py", "textwrap.py", "s
 
 def prose_paragraphs(topic: str) -> list[str]:
     return [p for p in re.split(r"\n[ \t]*\n", topics[topic])
-            if not p.startswith(" ") and len(normalize_words(p)) >= 20]
+            if not p.startswith(" ") and len(text_words(p)) >= 20]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +52,7 @@ def eval_items() -> list[tuple[str, str, str]]:
 
 
 def ngrams(text: str, n: int = 13) -> set[str]:
-    words = normalize_words(text)
+    words = text_words(text)
     return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
 
 
@@ -71,7 +69,7 @@ def train_docs() -> list[dict]:
 
 def exact_reference(text: str, item_text: str, n: int = 13) -> bool:
     """Independent check: does text hold one of item_text's normalized n-grams (plain strings, no hashing)?"""
-    words, grams = normalize_words(text), ngrams(item_text, n)
+    words, grams = text_words(text), ngrams(item_text, n)
     return any(" ".join(words[i:i + n]) in grams for i in range(len(words) - n + 1))
 
 
@@ -88,11 +86,28 @@ def found_items(index, text) -> set[str]:
 # --- normalization --------------------------------------------------------------------------------------------
 
 
-def test_normalize_words_is_unicode_aware():
-    assert normalize_words("Hello,   WORLD!\n\tit's a_b") == ["hello", "world", "it", "s", "a", "b"]
+def test_text_words_are_unicode_aware():
+    assert text_words("Hello,   WORLD!\n\tit's a_b") == ["hello", "world", "it", "s", "a", "b"]
     # Combining marks stay inside their word; non-Latin scripts and accented capitals are lowercased.
-    assert normalize_words("cafe\u0301 — ÉLAN «हिन्दी»") == ["cafe\u0301", "élan", "हिन्दी"]
-    assert normalize_words("...  ,;") == []
+    assert text_words("cafe\u0301 — ÉLAN «हिन्दी»") == ["cafe\u0301", "élan", "हिन्दी"]
+    assert text_words("...  ,;") == []
+
+
+def test_text_words_keep_offsets_where_dedup_words_fold():
+    # Decontamination cuts matches out of the original text, so its words are stretches of it; dedup's are folded
+    # (NFKC, one word per CJK character, format characters inside words). Both rules live in one function.
+    text = "ＡＢＣ ﬁle 中文 zw\u200bj İx"
+    assert text_words(text) == normalize_words(text, keep_offsets=True) == ["ａｂｃ", "ﬁle", "中文", "zw", "j", "i̇x"]
+    assert [text[s:e] for s, e in word_spans(text)] == ["ＡＢＣ", "ﬁle", "中文", "zw", "j", "İx"]
+    assert normalize_words(text) == ["abc", "file", "中", "文", "zw\u200bj", "i̇x"]
+
+
+def test_windows_are_the_spans_of_the_shared_polynomial():
+    polynomial = ngram_polynomial(0x9E3779B97F4A7C15)
+    prefix = polynomial.prefix_sums(np.arange(1, 40, dtype=np.uint64) * np.uint64(0x1234567))
+    starts = np.arange(len(prefix) - 13)
+    assert np.array_equal(polynomial.window_hashes(prefix, 13), polynomial.span_hashes(prefix, starts, starts + 13))
+    assert len(polynomial.window_hashes(prefix, len(prefix))) == 0
 
 
 # --- planted kinds --------------------------------------------------------------------------------------------
@@ -110,8 +125,8 @@ def test_verbatim_copy_is_found(index, eval_items, train_docs):
         assert {m.item_id for m in matches} == {item_id}
         # The match covers the whole planted item, in words and in characters.
         (m,) = matches
-        assert m.word_end - m.word_start == len(normalize_words(text))
-        assert normalize_words(plant(doc["text"], text)[m.char_start:m.char_end]) == normalize_words(text)
+        assert m.word_end - m.word_start == len(text_words(text))
+        assert text_words(plant(doc["text"], text)[m.char_start:m.char_end]) == text_words(text)
 
 
 def noisy(text: str, rng: random.Random) -> str:
@@ -146,7 +161,7 @@ def test_partial_copy_inside_longer_document_is_found(train_docs):
 def test_paraphrase_detection_matches_exact_reference(index, eval_items, train_docs):
     """10% of words changed: found exactly when an untouched 13-gram survives (measured, not a recall target)."""
     rng = random.Random(2)
-    vocabulary = sorted({w for _, _, t in eval_items for w in normalize_words(t)})
+    vocabulary = sorted({w for _, _, t in eval_items for w in text_words(t)})
     found = 0
     for (_, item_id, text), doc in zip(eval_items, train_docs):
         tokens = re.findall(r"\w+|\W+", text)
@@ -180,8 +195,8 @@ def test_short_item_rule():
     assert found_items(index, f"{five} {five}") == set()
 
     docs = [{"id": "d", "source": "t", "domain": "t", "text": f"{nine}. {five}."}]
-    clean, report = scan_corpus(index, docs)
-    assert list(clean) == []
+    report = scan_corpus(index, docs)
+    assert report.docs_dropped == 1
     s = report.to_dict()["eval_sets"]["s"]
     assert (s["items"], s["too_short_to_check"], s["checked"], s["contaminated_items"]) == (2, 1, 1, ["nine"])
 
@@ -189,10 +204,10 @@ def test_short_item_rule():
 def test_short_item_does_not_match_inside_longer_window(eval_items):
     # A short item's fingerprint is salted with its length: a long item that contains it does not hit it.
     long_text = eval_items[0][2]
-    short = " ".join(normalize_words(long_text)[:10])
+    short = " ".join(text_words(long_text)[:10])
     index = ContaminationIndex.build([("s", "short", short)])
     assert found_items(index, long_text) == {"short"}  # its 10 words really are in there
-    assert found_items(index, " ".join(normalize_words(long_text)[1:])) == set()
+    assert found_items(index, " ".join(text_words(long_text)[1:])) == set()
 
 
 # --- removal --------------------------------------------------------------------------------------------------
@@ -203,7 +218,7 @@ def test_span_mode_cuts_match_and_keeps_the_rest(index, eval_items, train_docs):
     host = train_docs[0]["text"]
     doc_text = host[:3000] + "\n" + text + "\n" + host[3000:]
     matches = scan_document(index, doc_text)
-    result = decontaminate(doc_text, matches, mode="span", span_window=200)
+    result = remove_matches(doc_text, matches, mode="span", span_window=200)
     start, end = matches[0].char_start, matches[0].char_end
     assert result.kept == [doc_text[:start - 200], doc_text[end + 200:]]
     assert result.removed_spans == [(start - 200, end + 200)]
@@ -212,32 +227,36 @@ def test_span_mode_cuts_match_and_keeps_the_rest(index, eval_items, train_docs):
 
     # Pieces shorter than min_piece_chars are removed too; document mode drops everything.
     first = doc_text[:start - 200]
-    short = decontaminate(doc_text, matches, mode="span", span_window=200, min_piece_chars=len(first.strip()) + 1)
+    short = remove_matches(doc_text, matches, mode="span", span_window=200, min_piece_chars=len(first.strip()) + 1)
     assert short.kept == [doc_text[end + 200:]]
     assert short.removed_spans == [(0, end + 200)] and short.removed_chars == end + 200
-    whole = decontaminate(doc_text, matches, mode="document")
+    whole = remove_matches(doc_text, matches, mode="document")
     assert whole.kept == [] and whole.removed_chars == len(doc_text)
-    assert decontaminate(doc_text, [], mode="span").kept == [doc_text]
+    assert remove_matches(doc_text, [], mode="span").kept == [doc_text]
     with pytest.raises(UserError, match="mode"):
-        decontaminate(doc_text, matches, mode="paragraph")
+        remove_matches(doc_text, matches, mode="paragraph")
 
 
-def test_scan_corpus_modes_and_kept_keys(index, eval_items, train_docs):
+def scan_with_removals(index, docs, **options) -> tuple[list[tuple], ContaminationReport]:
+    """scan_corpus's report and every (document, matches, result) it passed to on_removal, in order."""
+    removals = []
+    report = scan_corpus(index, docs, on_removal=lambda *removal: removals.append(removal), **options)
+    return removals, report
+
+
+def test_scan_corpus_modes_and_removals(index, eval_items, train_docs):
     docs = [dict(d) for d in train_docs[:6]]
     docs[2]["text"] = docs[2]["text"][:2000] + "\n" + eval_items[3][2] + "\n" + docs[2]["text"][2000:]
 
-    clean, report = scan_corpus(index, docs, mode="document")
-    out = list(clean)
-    assert [d["id"] for d in out] == [d["id"] for i, d in enumerate(docs) if i != 2]
-    assert all(d is docs[i] for d, i in zip(out, [0, 1, 3, 4, 5]))  # untouched docs pass as they are
-    assert report.docs_dropped == 1 and report.chars_removed == len(docs[2]["text"])
+    removals, report = scan_with_removals(index, docs, mode="document")
+    ((doc, matches, result),) = removals  # only the touched document, as it was given
+    assert doc is docs[2] and {m.item_id for m in matches} == {eval_items[3][1]} and result.kept == []
+    assert report.docs_scanned == 6 and report.docs_dropped == 1 and report.chars_removed == len(docs[2]["text"])
 
-    clean, report = scan_corpus(index, docs, mode="span")
-    out = list(clean)
-    pieces = [d for d in out if d["id"].startswith(docs[2]["id"] + "#")]
-    assert len(pieces) == 2
-    assert all(p["license"] == "PSF" and p["source"] == "stdlib" and p["domain"] == "code" for p in pieces)
-    assert sum(len(p["text"]) for p in pieces) + report.chars_removed == len(docs[2]["text"])
+    removals, report = scan_with_removals(index, docs, mode="span")
+    ((doc, _, result),) = removals
+    assert doc is docs[2] and len(result.kept) == 2
+    assert sum(len(p) for p in result.kept) + report.chars_removed == len(docs[2]["text"])
     assert report.docs_dropped == 0 and report.docs_touched == 1
 
 
@@ -245,50 +264,34 @@ def test_two_workers_give_the_same_result(index, eval_items, train_docs):
     docs = [dict(d) for d in train_docs]
     for k in (1, 7, 12):
         docs[k]["text"] = plant(docs[k]["text"], eval_items[k][2])
-    one, report_one = scan_corpus(index, docs, mode="span", workers=1, chunk_docs=3)
-    two, report_two = scan_corpus(index, docs, mode="span", workers=2, chunk_docs=3)
-    assert list(one) == list(two)
+    one, report_one = scan_with_removals(index, docs, mode="span", workers=1, chunk_docs=3)
+    two, report_two = scan_with_removals(index, docs, mode="span", workers=2, chunk_docs=3)
+    assert one == two
     assert report_one.to_dict() == report_two.to_dict()
     assert report_one.to_dict()["eval_sets"]["topics"]["contaminated_items"] == sorted(
         eval_items[k][1] for k in (1, 7, 12))
 
 
-# --- index persistence ----------------------------------------------------------------------------------------
+# --- the saved index ------------------------------------------------------------------------------------------
 
 
-def test_save_load_round_trip(tmp_path, index, eval_items, train_docs):
+def test_saved_index_holds_the_fingerprints_and_their_scheme(tmp_path, index):
     path = tmp_path / "eval.index"
     index.save(path)
     assert path.exists()  # the exact name: numpy must not add ".npz"
-    loaded = ContaminationIndex.load(path)
-    assert loaded.content_id == index.content_id
-    assert (loaded.n, loaded.min_words, loaded.set_names, loaded.item_ids) == (
-        index.n, index.min_words, index.set_names, index.item_ids)
-    for length in index.fingerprints:
-        assert np.array_equal(loaded.fingerprints[length], index.fingerprints[length])
-        assert np.array_equal(loaded.fingerprint_items[length], index.fingerprint_items[length])
-    text = plant(train_docs[0]["text"], eval_items[5][2])
-    assert scan_document(loaded, text) == scan_document(index, text)
-
-
-def test_load_rejects_missing_and_corrupt_index(tmp_path, index):
-    with pytest.raises(UserError, match="not found"):
-        ContaminationIndex.load(tmp_path / "nope.npz")
-    bad = tmp_path / "bad.npz"
-    bad.write_bytes(b"not a zip")
-    with pytest.raises(UserError, match="bad.npz"):
-        ContaminationIndex.load(bad)
-    # Fingerprints that do not hash to the recorded content id are refused.
-    path = tmp_path / "x.npz"
-    index.save(path)
-    with np.load(path) as data:
-        arrays = {k: data[k] for k in data.files}
-    arrays["fingerprints"] = arrays["fingerprints"].copy()
-    arrays["fingerprints"][0] ^= np.uint64(1)
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
-    with pytest.raises(UserError, match="corrupt"):
-        ContaminationIndex.load(path)
+    lengths = sorted(index.fingerprints)
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(data["meta"].tobytes().decode())
+        assert (meta["format"], meta["hash_scheme"]) == (INDEX_FORMAT, HASH_SCHEME)
+        assert (meta["n"], meta["min_words"], meta["set_names"], meta["item_ids"], meta["content_id"]) == (
+            index.n, index.min_words, index.set_names, index.item_ids, index.content_id)
+        assert data["window_lengths"].tolist() == lengths
+        assert data["lengths"].tolist() == [len(index.fingerprints[k]) for k in lengths]
+        assert np.array_equal(data["fingerprints"], np.concatenate([index.fingerprints[k] for k in lengths]))
+        assert np.array_equal(data["fingerprint_items"],
+                              np.concatenate([index.fingerprint_items[k] for k in lengths]))
+        assert np.array_equal(data["item_sets"], index.item_sets)
+        assert np.array_equal(data["item_checked"], index.item_checked)
 
 
 # --- eval set files -------------------------------------------------------------------------------------------
@@ -309,6 +312,8 @@ def test_load_eval_set_formats(tmp_path):
     plain.write_text("First paragraph\nstill first.\n\n  \nSecond one.\n\n\n")
     assert load_eval_set("qa", plain) == [("qa", "para0", "First paragraph\nstill first."),
                                           ("qa", "para1", "Second one.")]
+    plain.write_bytes(b"First paragraph\r\nstill first.\r\n\r\nSecond one.\r\n")  # Windows line ends
+    assert [text for _, _, text in load_eval_set("qa", plain)] == ["First paragraph\nstill first.", "Second one."]
 
     packed = tmp_path / "z.jsonl.zst"
     packed.write_bytes(zstandard.ZstdCompressor().compress(b'{"question": "why?", "answer": "because"}\n'))
@@ -372,8 +377,8 @@ def test_command_reports_and_leaves_eval_set_untouched(tmp_path, eval_items, tra
         f.writelines(zstandard.ZstdCompressor().compress((json.dumps(d) + "\n").encode()) for d in docs[half:])
     (tmp_path / "c.txt").write_text("A plain text file.\n" + texts["del/0"] + "\nThe end.\n")
 
-    report = run_contamination_command([str(tmp_path / n) for n in ("a.jsonl.gz", "b.jsonl.zst", "c.txt")],
-                                       [str(eval_path)], ngram=13, workers=2)
+    report = check_files([str(tmp_path / n) for n in ("a.jsonl.gz", "b.jsonl.zst", "c.txt")],
+                         [str(eval_path)], ngram=13, workers=2)
     assert (eval_path.read_bytes(), eval_path.stat().st_mtime_ns) == before
     assert eval_items == items_before
 
@@ -386,7 +391,7 @@ def test_command_reports_and_leaves_eval_set_untouched(tmp_path, eval_items, tra
     assert s["removed_chars"] == d["chars_removed"] > 0
     assert 1 <= len(s["examples"]) <= 3
     for ex in s["examples"]:
-        assert normalize_words(ex["excerpt"]) == normalize_words(texts[ex["item_id"]])
+        assert text_words(ex["excerpt"]) == text_words(texts[ex["item_id"]])
     md = report.to_markdown()
     assert "| topics |" in md and "WARNING" in md and "del/0" in md and "c.txt#chunk0" in md
 
@@ -394,10 +399,7 @@ def test_command_reports_and_leaves_eval_set_untouched(tmp_path, eval_items, tra
 def test_report_verdicts(eval_items, train_docs):
     index = ContaminationIndex.build(eval_items + [("other", "o1", "completely separate words " * 5)])
     copies = [{"id": f"copy{k}", "source": "x", "domain": "x", "text": t} for k, (_, _, t) in enumerate(eval_items)]
-    clean, report = scan_corpus(index, train_docs[:3] + copies[: len(copies) // 2 + 1])
-    with pytest.raises(RuntimeError, match="incomplete"):
-        report.to_dict()
-    list(clean)
+    report = scan_corpus(index, train_docs[:3] + copies[: len(copies) // 2 + 1])
     assert report.sets["topics"].verdict == "error" and report.sets["other"].verdict == "ok"
     assert report.verdict == "error"
     assert len(report.sets["topics"].examples) == 3  # at most 3 examples, however many hits
@@ -405,8 +407,7 @@ def test_report_verdicts(eval_items, train_docs):
     assert "ERROR: eval set 'topics' is largely a copy of the training data" in md
     assert "ok: no item of eval set 'other'" in md
 
-    clean, report = scan_corpus(index, train_docs[:3] + copies[:2])
-    list(clean)
+    report = scan_corpus(index, train_docs[:3] + copies[:2])
     assert report.sets["topics"].verdict == "warning" and report.verdict == "warning"
     assert isinstance(report, ContaminationReport)
 
@@ -421,7 +422,7 @@ def test_text_training_files_are_chunked_with_overlap(tmp_path, eval_items):
     assert len(docs) >= 2
     index = ContaminationIndex.build(eval_items)
     # The chunk after the boundary repeats its end, so one chunk holds the whole item, not two halves.
-    whole = len(normalize_words(item))
+    whole = len(text_words(item))
     spans = [m.word_end - m.word_start for d in docs for m in scan_document(index, d["text"])]
     assert whole in spans and max(spans) == whole
     with pytest.raises(UserError, match="training file not found"):
@@ -433,9 +434,7 @@ def test_text_training_files_are_chunked_with_overlap(tmp_path, eval_items):
 
 
 def test_batch_scan_ignores_windows_across_documents(eval_items):
-    from scratchlm.data.contamination import scan_texts
-
-    words = normalize_words(eval_items[2][2])[:20]  # each half is shorter than 13 words
+    words = text_words(eval_items[2][2])[:20]  # each half is shorter than 13 words
     item_id = "twenty"
     index = ContaminationIndex.build([("s", item_id, " ".join(words))])
     head, tail = " ".join(words[:10]), " ".join(words[10:])

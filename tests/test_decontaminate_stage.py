@@ -1,20 +1,20 @@
-"""The eval-set guard as a pipeline stage, on the built-in corpus: an eval set made of training documents is
-reported, removed from training (never from the eval set), traced through the shards, and the standalone command
-gives the same numbers."""
+"""The decontaminate stage, on the built-in corpus: an eval set made of training documents is reported, removed
+from training (never from the eval set), traced through the shards, and the standalone command gives the same
+numbers."""
 import json
 
 import pytest
 
 from scratchlm.cli import main
-from scratchlm.config import load_config
-from scratchlm.data.contamination import ContaminationIndex, scan_corpus
-from scratchlm.data.decontaminate import load_eval_sets
 from scratchlm.data.jsonl import read_jsonl
-from scratchlm.data.provenance import resolve_shard, sidecar_path, trace
+from scratchlm.tokenizer.provenance import resolve_shard, sidecar_path, trace
+from scratchlm.decontaminate.corpus_scan import scan_corpus
+from scratchlm.decontaminate.index import ContaminationIndex
+from scratchlm.decontaminate.scan import scan_document
+from scratchlm.decontaminate.stage import load_eval_sets
 from scratchlm.errors import UserError
 from scratchlm.ids import read_json
-from scratchlm.pipeline import plan_artifacts
-from scratchlm.stages import run_all, stage_data, stage_decontaminate
+from scratchlm.stages import load_config, plan_artifacts, run_all, stage_data, stage_decontaminate
 from scratchlm.tokenizer.bpe import load_tokenizer
 
 EVAL_SET = '\n[[eval.sets]]\nname = "heldout"\npath = "heldout.jsonl"\ndomain = "docs"\n'
@@ -26,8 +26,8 @@ def train_docs(data_dir):
 
 
 @pytest.fixture(scope="module")
-def guarded_run(builtin_corpus, micro_config, tmp_path_factory):
-    d = tmp_path_factory.mktemp("guard")
+def decontaminated_run(builtin_corpus, micro_config, tmp_path_factory):
+    d = tmp_path_factory.mktemp("decontaminate")
     path = micro_config(d, builtin_corpus, steps=10, ckpt=10, extra=EVAL_SET)
     (d / "heldout.jsonl").write_text('{"id": "placeholder", "text": "a placeholder item"}\n')
     cfg = load_config(path)
@@ -41,8 +41,8 @@ def guarded_run(builtin_corpus, micro_config, tmp_path_factory):
     return cfg, copied, before
 
 
-def test_overlap_is_reported_and_removed_from_training_only(guarded_run):
-    cfg, copied, before = guarded_run
+def test_overlap_is_reported_and_removed_from_training_only(decontaminated_run):
+    cfg, copied, before = decontaminated_run
     art = plan_artifacts(cfg)
     assert (cfg.base_dir / "heldout.jsonl").read_bytes() == before  # the eval set is never touched
     copied_ids = {doc["id"] for doc in copied}
@@ -72,8 +72,8 @@ def test_overlap_is_reported_and_removed_from_training_only(guarded_run):
     assert sum(s["achieved_share"] for s in full["mix"]["sources"]) == pytest.approx(1.0)
 
 
-def test_eval_set_ids_are_recorded_and_do_not_depend_on_training_data(guarded_run):
-    cfg, _, _ = guarded_run
+def test_eval_set_ids_are_recorded_and_do_not_depend_on_training_data(decontaminated_run):
+    cfg, _, _ = decontaminated_run
     lineage = read_json(cfg.workdir / "lineage.json")
     assert set(lineage["eval_sets"]) == {"heldout", "validation/code", "validation/docs", "validation/web"}
     recorded = lineage["eval_sets"]["heldout"]["id"]
@@ -85,8 +85,8 @@ def test_eval_set_ids_are_recorded_and_do_not_depend_on_training_data(guarded_ru
     assert sets["heldout"]["id"] == recorded  # ... same eval set ID
 
 
-def test_standalone_command_gives_the_same_numbers(guarded_run, capsys):
-    cfg, _, _ = guarded_run
+def test_standalone_command_gives_the_same_numbers(decontaminated_run, capsys):
+    cfg, _, _ = decontaminated_run
     art = plan_artifacts(cfg)
     capsys.readouterr()
     rc = main(["data", "contamination", "--train", str(art["data"].dir / "train"),
@@ -98,8 +98,8 @@ def test_standalone_command_gives_the_same_numbers(guarded_run, capsys):
         assert alone[key] == staged[key], key
 
 
-def test_trace_names_the_source_document_of_a_token(guarded_run, capsys):
-    cfg, _, _ = guarded_run
+def test_trace_names_the_source_document_of_a_token(decontaminated_run, capsys):
+    cfg, _, _ = decontaminated_run
     art = plan_artifacts(cfg)
     shard = resolve_shard(art["shards"].dir, "docs")
     docs = [json.loads(line) for line in sidecar_path(shard).read_text().splitlines()]
@@ -115,8 +115,8 @@ def test_trace_names_the_source_document_of_a_token(guarded_run, capsys):
         trace(shard, 10**9, None)
 
 
-def test_rerun_skips_the_guard(guarded_run, capsys):
-    cfg, _, _ = guarded_run
+def test_rerun_skips_the_stage(decontaminated_run, capsys):
+    cfg, _, _ = decontaminated_run
     capsys.readouterr()
     run_all(cfg)
     assert "decontaminate: up to date, skipped" in capsys.readouterr().err
@@ -128,7 +128,7 @@ def test_eval_set_copying_the_training_data_stops_the_run(builtin_corpus, micro_
     path = micro_config(tmp_path, builtin_corpus, extra=extra)
     assert main(["run", "-c", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("error: contamination guard: eval set 'leak' overlaps a large part of the training data")
+    assert err.startswith("error: decontaminate: eval set 'leak' overlaps a large part of the training data")
     cfg = load_config(path)
     result = stage_decontaminate(cfg, plan_artifacts(cfg), allow_contaminated=True)  # --force: go on
     assert result["eval_sets"]["leak"]["verdict"] == "error"
@@ -170,24 +170,20 @@ def test_bad_eval_sets_are_named(builtin_corpus, micro_config, tmp_path):
         load_eval_sets(load_config(path), tmp_path)
 
 
-def test_validation_guard_removes_near_copies_only():
+def test_validation_split_removes_near_copies_only():
     item = " ".join(f"word{k}" for k in range(100))  # 100 distinct words: 88 13-grams
     index = ContaminationIndex.build([("validation/x", "v1", item)])
     words = item.split()
     docs = [{"id": "copy", "text": "intro text " + " ".join(words[:80]) + " outro"},  # 68 of 88 windows
             {"id": "quote", "text": "a quote: " + " ".join(words[10:40])},  # 18 of 88 windows
             {"id": "clean", "text": "nothing in common here at all"}]
-    clean, report = scan_corpus(index, docs, min_coverage={"validation/x": 0.5})
-    assert [d["id"] for d in clean] == ["quote", "clean"]
+    removed = []
+    report = scan_corpus(index, docs, min_coverage={"validation/x": 0.5},
+                         on_removal=lambda doc, matches, result: removed.append(doc["id"]))
+    assert removed == ["copy"]
     s = report.sets["validation/x"]
     assert s.docs_touched == {"copy"} and s.partial_overlaps == 1
-    assert index.coverage(next(m for m in index_matches(index, docs[0]["text"]))) == pytest.approx(68 / 88)
-
-
-def index_matches(index, text):
-    from scratchlm.data.contamination import scan_document
-
-    return scan_document(index, text)
+    assert index.coverage(scan_document(index, docs[0]["text"])[0]) == pytest.approx(68 / 88)
 
 
 def test_config_mistakes_are_named(tmp_path):

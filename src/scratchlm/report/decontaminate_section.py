@@ -1,11 +1,11 @@
-"""Run report sections of the eval-set guard: what the contamination scan removed, and the domain mix."""
+"""Run report sections of the decontaminate stage: what its scan of the eval sets removed, and the domain mix."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..data.decontaminate import EVAL_SETS, REPORT_JSON, REPORT_MD
-from ..data.mix import MixPlan, mix_from_shards
+from ..decontaminate.stage import EVAL_SETS, REPORT_JSON, REPORT_MD
 from ..ids import read_json
+from ..train.mix import MixPlan, mix_from_shards
 
 
 def eval_domains(decontaminate_dir: Path) -> list[str]:
@@ -20,7 +20,7 @@ def run_mix(shards: dict, train_summary: dict, decontaminate_dir: Path) -> MixPl
                            eval_domains(decontaminate_dir))
 
 
-def guard_sections(decontaminate_dir: Path, shards: dict, train_summary: dict) -> tuple[list[str], dict]:
+def decontaminate_sections(decontaminate_dir: Path, shards: dict, train_summary: dict) -> tuple[list[str], dict]:
     """Markdown lines for `## Contamination` and `## Domain mix`, and the same as JSON for report.json."""
     contamination = read_json(decontaminate_dir / REPORT_JSON)
     sets = read_json(decontaminate_dir / EVAL_SETS)

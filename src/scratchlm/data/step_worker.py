@@ -1,0 +1,94 @@
+"""One document step on one work unit, in a worker process: every document in is accounted for, kept, dropped
+or diverted, and the result directory appears whole or not at all."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import zstandard
+
+from ..ids import write_json
+from .jsonl import ShardWriter, read_jsonl
+from .ledger import Ledger
+from .step_cache import filling
+from .step_context import StepContext, text_size
+from .units import Unit
+
+DOCS = "docs-00000.jsonl.zst"
+STATS = "stats.json"  # written last: a result directory holding it is complete
+
+
+@dataclass
+class LocalTask:
+    step: str
+    unit: Unit
+    fn: Callable[[Any, StepContext], "dict | None"]
+    finish: Callable[[StepContext], None] | None
+    settings: Any
+    state: Any
+    source: Path | None  # the previous step's documents; None: read the unit's input files
+    out: Path
+    writes_docs: bool
+
+
+def _input(task: LocalTask) -> Iterator[Any]:
+    if task.source is not None:
+        yield from read_jsonl(task.source)
+        return
+    from .readers import read_file
+
+    max_chars = getattr(task.settings, "max_chars", 0)  # the reading step's bound: a huge file is not read
+    for f in task.unit.files:
+        yield from read_file(Path(f.path), f.doc_id, f.format, task.unit.text_field, f.start, f.end, f.first_line,
+                             max_chars)
+
+
+def _input_bytes(task: LocalTask) -> int | None:
+    try:
+        return task.unit.bytes if task.source is None else task.source.stat().st_size
+    except OSError:
+        return None
+
+
+def run_local_task(task: LocalTask) -> dict:
+    with filling(task.out, _input_bytes(task)) as tmp:
+        return _run_into(task, tmp)
+
+
+def _run_into(task: LocalTask, tmp: Path) -> dict:
+    ledger = Ledger(tmp)
+    ctx = StepContext(task.step, task.unit, task.settings, task.state, ledger, tmp, cache=task.out.parent.parent)
+    st = ctx.stats
+    writer = ShardWriter(tmp, "docs", per_shard=1 << 62, level=1) if task.writes_docs else None
+    for item in _input(task):
+        st["docs_in"] += 1
+        if isinstance(item, dict):
+            chars, nbytes = text_size(item["text"])
+            st["chars_in"] += chars
+            st["bytes_in"] += nbytes
+        doc = task.fn(item, ctx)
+        if doc is None:
+            continue
+        chars, nbytes = text_size(doc["text"])
+        st["docs_out"] += 1
+        st["chars_out"] += chars
+        st["bytes_out"] += nbytes
+        if writer:
+            writer.write(doc)
+    if writer and not writer.close():  # no document survived: an empty file, so the next step reads nothing
+        (tmp / DOCS).write_bytes(zstandard.ZstdCompressor().compress(b""))
+    ctx.close_writers()
+    if task.finish:
+        task.finish(ctx)
+    for name, array in ctx.sides.items():
+        np.save(tmp / f"{name}.npy", array)
+    ledger.close()
+    accounted = st["docs_out"] + sum(st["dropped"].values()) + sum(st["diverted"].values())
+    assert st["docs_in"] == accounted, f"step {task.step} lost documents on {task.unit.name}"
+    stats = {**st, "dropped": dict(st["dropped"]), "diverted": dict(st["diverted"]),
+             "removed": {k: {"pieces": v[0], "chars": v[1]} for k, v in st["removed"].items()},
+             "notes": {k: dict(v) for k, v in st["notes"].items()}}
+    write_json(tmp / STATS, stats)
+    return stats
