@@ -271,12 +271,10 @@ def _dispatch_with_config(args: argparse.Namespace) -> int:
 
 def _stage_command(args: argparse.Namespace):
     """The registry's stage this command runs, None for another command (`eval human`, `data audit`, ...)."""
+    if args.command == "eval" and (args.verb or args.checkpoint):  # `eval --checkpoint`, `eval human|rate`
+        return None
     words = (args.command, getattr(args, "verb", None))
-    for stage in ARTIFACT_STAGES:
-        suite = stage.name == "eval" and (args.verb or args.checkpoint)  # `eval --checkpoint`, `eval human|rate`
-        if stage.command == words[:len(stage.command)] and not suite:
-            return stage
-    return None
+    return next((stage for stage in ARTIFACT_STAGES if stage.command == words[:len(stage.command)]), None)
 
 
 def _workdir(args: argparse.Namespace) -> tuple[Path, str] | None:
