@@ -43,6 +43,16 @@ def test_rerun_skips_every_stage(micro_run, capsys):
     assert err.count("up to date, skipped") == 7 and "running" not in err
 
 
+def test_every_stage_command_of_the_registry_runs_its_stage(micro_run, capsys):
+    """Each stage's own command (from the registry) reaches its stage: on a finished run, each says up to date."""
+    from scratchlm.cli import main
+    from scratchlm.stages import ARTIFACT_STAGES
+
+    for stage in ARTIFACT_STAGES:
+        assert main([*stage.command, "-c", str(micro_run.path)]) == 0, stage.cli
+        assert f"{stage.name}: up to date, skipped" in capsys.readouterr().err, stage.cli
+
+
 def test_one_change_reruns_only_its_dependents(micro_run, tmp_path, capsys):
     cfg = load_config(micro_run.path)
     cfg.train.learning_rate = 0.004
