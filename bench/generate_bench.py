@@ -22,7 +22,8 @@ from scratchlm.export.hf import export_hf
 from scratchlm.model import GPT
 from scratchlm.model.generate import generate
 from scratchlm.tokenizer.bpe import prompt_ids, train_bpe
-from scratchlm.train.checkpoint import load_model, save_checkpoint
+from scratchlm.model.checkpoint import load_model
+from scratchlm.train.checkpoint import save_checkpoint
 
 
 def random_checkpoint(directory: Path) -> Path:

@@ -28,7 +28,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from scratchlm.config import config_from_dict
 from scratchlm.model import GPT
-from scratchlm.train.device import autocast
+from scratchlm.model.device import autocast
 from scratchlm.train.optim import build_optimizer
 
 

@@ -27,7 +27,7 @@ import torch
 from scratchlm.export.gguf_export import QUANTS, export_gguf
 from scratchlm.model.generate import generate
 from scratchlm.tokenizer.bpe import prompt_ids, stop_ids
-from scratchlm.train.checkpoint import load_model
+from scratchlm.model.checkpoint import load_model
 
 
 def documents(path: str | None, n: int) -> list[str]:

@@ -9,7 +9,7 @@ import torch
 from scratchlm.config import config_from_dict
 from scratchlm.plan.memory import estimate_memory
 from scratchlm.plan.probe import run_probe
-from scratchlm.train.device import pick_device, pick_precision
+from scratchlm.model.device import pick_device, pick_precision
 
 SHAPES = [  # n_layer, d_model, n_head, seq_len, micro-batch, vocab, grad_accum
     (2, 64, 4, 64, 16, 512, 1), (2, 128, 4, 128, 16, 2048, 1), (4, 192, 6, 256, 16, 4096, 1),

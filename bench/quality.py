@@ -23,14 +23,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from baseline_gpt2 import BaselineConfig, BaselineGPT  # noqa: E402
 
-from scratchlm.config import load_config  # noqa: E402
+from scratchlm.stages import load_config  # noqa: E402
 from scratchlm.eval.loss import evaluate_domains, mean_over_domains  # noqa: E402
 from scratchlm.ids import read_json  # noqa: E402
 from scratchlm.model import GPT  # noqa: E402
-from scratchlm.pipeline import plan_artifacts  # noqa: E402
+from scratchlm.stages import plan_artifacts  # noqa: E402
 from scratchlm.quickstart import prepare_quickstart  # noqa: E402
 from scratchlm.stages import stage_data, stage_shards, stage_tokenizer  # noqa: E402
-from scratchlm.train.device import autocast, pick_precision  # noqa: E402
+from scratchlm.model.device import autocast, pick_precision  # noqa: E402
 from scratchlm.train.loader import MixtureLoader  # noqa: E402
 from scratchlm.train.optim import build_optimizer  # noqa: E402
 

@@ -34,7 +34,7 @@ from scratchlm.data.builtin import code_documents, docs_documents, web_documents
 from scratchlm.export.int8 import WEIGHTS, export_int8, quantize_rows
 from scratchlm.model.generate import generate
 from scratchlm.tokenizer.bpe import BOS
-from scratchlm.train.checkpoint import load_model, model_tensors, set_model_tensors
+from scratchlm.model.checkpoint import load_model, model_tensors, set_model_tensors
 
 
 class Int8PackLinear(torch.nn.Module):

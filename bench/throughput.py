@@ -24,7 +24,7 @@ from baseline_gpt2 import BaselineConfig, BaselineGPT  # noqa: E402
 
 from scratchlm.config import ModelConfig  # noqa: E402
 from scratchlm.model import GPT  # noqa: E402
-from scratchlm.train.device import autocast  # noqa: E402
+from scratchlm.model.device import autocast  # noqa: E402
 from scratchlm.train.optim import build_optimizer  # noqa: E402
 
 CPU = torch.device("cpu")

@@ -10,13 +10,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from scratchlm.config import load_config
+from scratchlm.stages import load_config
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.decontaminate.index import ContaminationIndex
 from scratchlm.decontaminate.scan import scan_texts
 from scratchlm.decontaminate.stage import load_eval_sets
 from scratchlm.ids import read_json
-from scratchlm.pipeline import plan_artifacts
+from scratchlm.stages import plan_artifacts
 from scratchlm.quickstart import prepare_quickstart
 from scratchlm.stages import stage_data
 

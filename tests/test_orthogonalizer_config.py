@@ -2,7 +2,6 @@
 import pytest
 import torch
 
-from scratchlm import config as C
 from scratchlm.config import config_from_dict, validate
 from scratchlm.config_template import EXAMPLE_SOURCES, render_config
 from scratchlm.errors import UserError
@@ -18,10 +17,6 @@ def _cfg(**train):
     cfg = config_from_dict({"data": SOURCES, "model": TINY, "train": train})
     validate(cfg, "config")
     return cfg
-
-
-def test_the_config_allows_exactly_the_optimizers_orthogonalizers():
-    assert C.ORTHOGONALIZERS == optim.ORTHOGONALIZERS  # written out in config, which imports no stage
 
 
 def test_an_unknown_orthogonalizer_is_rejected_with_the_choices():

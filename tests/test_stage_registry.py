@@ -83,7 +83,11 @@ def _other(cfg, section, f):
     raise AssertionError(f"no other value for {section}.{f.name}")
 
 
-def test_a_suite_key_left_in_eval_says_where_it_moved():
-    with pytest.raises(UserError, match=r"`humaneval` moved from \[eval\] to \[eval.suite\]"):
-        config_from_dict({"eval": {"humaneval": "on"}})
+def test_a_suite_key_left_in_eval_still_loads_and_says_where_it_moved(capsys):
+    """A config from the `scratchlm init` of before [eval.suite] keeps working."""
+    cfg = config_from_dict({"eval": {"humaneval": "on", "human_scale": 7, "max_batches": 3}})
+    assert (cfg.eval.suite.humaneval, cfg.eval.suite.human_scale, cfg.eval.max_batches) == ("on", 7, 3)
+    assert "humaneval, human_scale moved from [eval] to [eval.suite]" in capsys.readouterr().err
     assert config_from_dict({"eval": {"suite": {"humaneval": "on"}}}).eval.suite.humaneval == "on"
+    with pytest.raises(UserError, match=r"`humaneval` is set in both \[eval\] and \[eval.suite\]"):
+        config_from_dict({"eval": {"humaneval": "on", "suite": {"humaneval": "off"}}})

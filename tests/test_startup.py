@@ -1,6 +1,6 @@
 """What `scratchlm generate`, `chat` and `--help` import: start-up is the interpreter plus these imports, so the
 generation paths load torch, tokenizers, safetensors and the model, never a stage's heavy dependencies, and --help
-not even torch. (How long that takes: bench/startup_bench.py, docs/benchmarks.md.)"""
+not even torch (only the stage registry's declarations). (How long that takes: bench/startup_bench.py, docs/benchmarks.md.)"""
 import json
 import subprocess
 import sys
@@ -41,3 +41,7 @@ def test_generation_imports_only_what_it_needs(tmp_path, command):
 def test_help_does_not_import_torch():
     modules = imported("--help")
     assert "scratchlm.cli" in modules and "torch" not in modules
+    # The CLI builds its stage commands from the registry: the registry is declarations, it loads no stage,
+    # no config parser and no progress bars.
+    assert "scratchlm.stages" in modules and not {"tqdm", "scratchlm.config"} & modules
+    assert [m for m in modules if m.startswith(HEAVY)] == []

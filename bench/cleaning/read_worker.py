@@ -10,7 +10,10 @@ import unicodedata
 from pathlib import Path
 
 import scratchlm
-from scratchlm.config import load_config
+try:  # this worker also runs under older trees, from before the stage registry held the loader
+    from scratchlm.stages import load_config
+except ImportError:
+    from scratchlm.config import load_config
 from scratchlm.data.readers import iter_source
 
 

@@ -42,10 +42,6 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 # What a stage's command takes beyond -c and --force. `eval` and `report` also do more than run their stage.
 STAGE_OPTIONS = {"train": _train_options, "eval": _eval_options, "report": _report_options}
 OPTIONAL_CONFIG = ("eval", "report")  # `eval rate SHEET`, `eval --checkpoint` without a config, `report RUN_DIR`
-STAGE_HELP = {"eval": "evaluate the final checkpoint per domain; or a checkpoint with the full suite "
-                      "(--checkpoint), write a human rating sheet (human), score one (rate)",
-              "report": "write report.md, report.json and dashboard.html; or, given RUN_DIR, only the dashboard "
-                        "of that training directory or workdir"}
 
 
 def _config_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -97,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     for stage in ARTIFACT_STAGES:  # one command per stage of the registry
         group, *verb = stage.command
         p = (verbs[group].add_parser(verb[0], help=stage.help) if verb else
-             sub.add_parser(group, help=STAGE_HELP.get(stage.name, stage.help)))
+             sub.add_parser(group, help=stage.help))
         _config_arg(p, required=stage.name not in OPTIONAL_CONFIG)
         p.add_argument("--force", action="store_true", help="rerun even if up to date")
         STAGE_OPTIONS.get(stage.name, lambda p: None)(p)
@@ -203,11 +199,11 @@ def dispatch(args: argparse.Namespace) -> int:
         from .decontaminate.command import run_command
 
         return run_command(args)
-    elif args.command == "eval" and not args.config:  # `eval rate SHEET` reads the sheet alone
+    elif args.command == "eval" and (args.verb == "rate" or not args.config):  # `eval rate SHEET`: the sheet alone
         from .eval.commands import run_eval_command
 
         run_eval_command(args, None, None)
-    elif args.command == "data" and args.verb == "audit" and not args.config:  # `data audit rate SHEET`
+    elif args.command == "data" and args.verb == "audit" and (args.action == "rate" or not args.config):
         from .data.audit_commands import run_audit_command
 
         return run_audit_command(args, None)

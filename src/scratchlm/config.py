@@ -174,7 +174,7 @@ class ModelConfig:
         return self.head_dim or self.d_model // self.n_head
 
 
-# train/optim.py's ORTHOGONALIZERS, written out: the config knows no stage (a test keeps the two equal).
+# How Muon orthogonalizes an update (train/optim.py implements each); `train.orthogonalizer` names one.
 ORTHOGONALIZERS = ("newton_schulz", "polar_express")
 
 
@@ -365,6 +365,23 @@ def parse_config(path: str | Path) -> Config:
 _SUITE_KEYS = {f.name for f in dataclasses.fields(SuiteConfig)}
 
 
+def _moved_to_suite(raw: dict, where: str) -> dict:
+    """A config written before [eval.suite] existed (every `scratchlm init` wrote these keys under [eval]) still
+    loads: its suite keys are read from [eval], with a warning saying where they belong now."""
+    moved = [key for key in raw if key in _SUITE_KEYS]
+    if not moved:
+        return raw
+    suite = dict(raw.get("suite") or {})
+    if not isinstance(raw.get("suite", {}), dict) or any(key in suite for key in moved):
+        raise UserError(f"{where}: `{moved[0]}` is set in both [eval] and [eval.suite]; keep the [eval.suite] one")
+    from .progress import log
+
+    log(f"config: {where}: {', '.join(moved)} moved from [eval] to [eval.suite] (the keys of `scratchlm eval "
+        "--checkpoint`, apart from the pipeline's eval stage); read from [eval] for now, move them to silence this")
+    suite.update({key: raw[key] for key in moved})
+    return {**{k: v for k, v in raw.items() if k not in moved}, "suite": suite}
+
+
 def config_from_dict(raw: dict[str, Any], where: str = "config") -> Config:
     return _build(Config, raw, where, section="")
 
@@ -379,10 +396,9 @@ def _build(cls: type, raw: Any, where: str, section: str):
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if not (cls is Config and f.name == "path")]
     kwargs = {}
+    if cls is EvalConfig:
+        raw = _moved_to_suite(raw, where)
     for key, value in raw.items():
-        if cls is EvalConfig and key in _SUITE_KEYS:
-            raise UserError(f"{where}: `{key}` moved from [eval] to [eval.suite] (the keys of `scratchlm eval "
-                            f"--checkpoint`, apart from the pipeline's eval stage): write it under [eval.suite]")
         if key not in names:
             close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = f"; did you mean `{close[0]}`?" if close else f"; valid keys: {', '.join(names)}"

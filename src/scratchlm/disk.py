@@ -6,6 +6,7 @@ the free space is measured and printed one way everywhere.
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 from pathlib import Path
 
@@ -37,3 +38,12 @@ def environment_error(e: OSError) -> str | None:
     if errno.errorcode.get(e.errno) in denied and e.filename is not None:
         return f"{e.filename}: {e.strerror}"
     return None
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """dst holds src's bytes: a hard link (no second copy on disk), or a copy where links are not possible
+    (another file system, a file system without them)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

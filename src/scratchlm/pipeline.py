@@ -10,12 +10,14 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from .config import Config
 from .errors import UserError
 from .ids import read_json, write_json
 from .progress import duration, log
+
+if TYPE_CHECKING:
+    from .config import Config
 
 MANIFEST = "manifest.json"
 

@@ -10,7 +10,6 @@ import os
 import sys
 import time
 
-from tqdm.auto import tqdm
 
 PLAIN_EVERY_S = 30.0  # often enough to show a stage is alive, rare enough to keep a log readable
 
@@ -22,6 +21,8 @@ def bars_on() -> bool:
 
 def bar(iterable=None, *, total=None, desc: str = "", unit: str = "it", lines: bool = True, **kw):
     """lines=False: the caller logs its own plain lines (the train loop, every `train.log_every` steps)."""
+    from tqdm.auto import tqdm  # here, not at the top: the CLI imports this module to parse, tqdm takes 40 ms
+
     if bars_on():
         return tqdm(iterable, total=total, desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True,
                     mininterval=0.5, **kw)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from . import config as config_file
-from .config import Config
 from .ids import DigestCache, content_id, files_id
 from .pipeline import Artifact, require, run_stage
 from .progress import log
+
+if TYPE_CHECKING:
+    from .config import Config
 
 
 def stage_data(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
@@ -141,6 +142,13 @@ def _decontaminate_identity(cfg: Config, cache: DigestCache) -> list:
     return [cfg.identity("decontaminate"), eval_set_inputs(cfg, cache)]
 
 
+def _tokenizer_identity(cfg: Config, cache: DigestCache) -> list:
+    # How the sample's languages are told is part of what the tokenizer is: since it reads the data stage's label
+    # (the language filter's) instead of detecting again, the sample can differ, so a workdir's older tokenizer
+    # is retrained rather than reused under an ID a fresh run would fill differently.
+    return [cfg.identity("tokenizer"), {"sample_language": "data stage label"}]
+
+
 def _shards_identity(cfg: Config, cache: DigestCache) -> list:
     # How a document is wrapped is part of what the shards are: hashing it makes a workdir tokenized under an
     # older convention (BOS-only documents) re-encode, instead of training on shards that never show an EOS.
@@ -186,7 +194,7 @@ STAGES = (
           "remove eval-set text ([[eval.sets]] and validation) from training", stage_decontaminate,
           _decontaminate_identity, lineage=("eval_sets.json",)),
     Stage("tokenizer", "tokenizer", ("decontaminate",), ("tokenizer",), ("tokenizer", "train"),
-          "train the BPE tokenizer", stage_tokenizer),
+          "train the BPE tokenizer", stage_tokenizer, _tokenizer_identity),
     Stage("shards", "tokenizer", ("decontaminate", "tokenizer"), ("shards",), ("tokenizer", "encode"),
           "tokenize the corpus into shards", stage_shards, _shards_identity),
     Stage("plan", "plan", ("shards", "tokenizer"), ("model", "train"), ("plan",),
@@ -194,10 +202,12 @@ STAGES = (
           artifact=False),
     Stage("train", "train", ("shards", "tokenizer"), ("model", "train"), ("train",), "pretrain the model",
           stage_train, _train_identity),
-    Stage("eval", "eval", ("train", "shards"), ("eval",), ("eval",), "evaluate the final checkpoint per domain",
-          stage_eval),
+    Stage("eval", "eval", ("train", "shards"), ("eval",), ("eval",),
+          "evaluate the final checkpoint per domain; or a checkpoint with the full suite (--checkpoint), write a "
+          "human rating sheet (human), score one (rate)", stage_eval),
     Stage("report", "report", ("eval", "train", "shards", "tokenizer", "data"), (), ("report",),
-          "write report.md, report.json and dashboard.html", stage_report),
+          "write report.md, report.json and dashboard.html; or, given RUN_DIR, only the dashboard of that training "
+          "directory or workdir", stage_report),
 )
 STAGE = {s.name: s for s in STAGES}
 ARTIFACT_STAGES = tuple(s for s in STAGES if s.artifact)
@@ -205,14 +215,18 @@ ARTIFACT_STAGES = tuple(s for s in STAGES if s.artifact)
 
 def load_config(path: str | Path) -> Config:
     """The config file, parsed and checked."""
-    cfg = config_file.parse_config(path)
+    from .config import parse_config
+
+    cfg = parse_config(path)
     check_config(cfg, str(path))
     return cfg
 
 
 def check_config(cfg: Config, where: str) -> None:
     """Ranges and keys that contradict each other (config.validate), then each stage's own checks."""
-    config_file.validate(cfg, where)
+    from .config import validate
+
+    validate(cfg, where)
     for stage in STAGES:
         if stage.check is not None:
             stage.check(cfg, where)

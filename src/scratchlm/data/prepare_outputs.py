@@ -2,24 +2,17 @@
 val/<domain>.jsonl, and one ledger of every step's rejections."""
 from __future__ import annotations
 
-import os
 import shutil
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from ..disk import link_or_copy
 from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
 from .split_step import SPLIT
 from .step_runner import StepRunner
 from .step_worker import DOCS
 from .val_split import SPLIT_FROM
-
-
-def _link(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)  # the cache keeps its copy; a hard link costs no space
-    except OSError:
-        shutil.copyfile(src, dst)
 
 
 def write_outputs(run: StepRunner, out: Path) -> tuple[dict[str, list[str]], dict]:
@@ -33,7 +26,7 @@ def write_outputs(run: StepRunner, out: Path) -> tuple[dict[str, list[str]], dic
         train_files.setdefault(unit.source, [])
         result = run.outputs[SPLIT.name][unit.name]
         if (result / DOCS).exists():
-            _link(result / DOCS, out / "train" / f"{unit.name}.jsonl.zst")
+            link_or_copy(result / DOCS, out / "train" / f"{unit.name}.jsonl.zst")
             train_files[unit.source].append(f"{unit.name}.jsonl.zst")
         if (result / "val-00000.jsonl.zst").exists():
             val_docs[unit.domain] += read_jsonl(result / "val-00000.jsonl.zst")

@@ -5,7 +5,7 @@ A document too long to hold out whole without passing the share is skipped for a
 ones do not give the domain enough validation text (`val_min_chars`) or documents (`val_min_docs`), the tail of
 a long one is held out instead, cut at a paragraph boundary, and its beginning stays in training. The two
 pieces are linked (`split_from` on the held-out piece, `held_out_piece` on the training remainder), so the
-contamination guard does not take the piece for a copy of its own document. Whatever the draw cannot reach is
+decontaminate stage does not take the piece for a copy of its own document. Whatever the draw cannot reach is
 said in the domain's note, which the report prints.
 """
 from __future__ import annotations

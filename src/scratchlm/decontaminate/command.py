@@ -11,9 +11,6 @@ import argparse
 import json
 from pathlib import Path
 
-VERBS = ("contamination", "trace")  # the `scratchlm data` verbs add_parsers defines
-
-
 def add_parsers(data: argparse._SubParsersAction) -> None:
     p = data.add_parser("contamination", help="check training files against eval files; print the report")
     p.add_argument("--train", action="append", required=True, help="training file or folder (repeatable)")

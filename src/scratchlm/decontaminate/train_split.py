@@ -6,14 +6,13 @@ runs, only the removed character ranges of each touched document are kept, so me
 from __future__ import annotations
 
 import copy
-import os
-import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
 from ..data.jsonl import ShardWriter, read_jsonl
 from ..data.ledger import Ledger
+from ..disk import link_or_copy
 from .cut import Decontaminated
 from .scan import Match
 
@@ -68,7 +67,7 @@ def write_train(data_dir: Path, out: Path, stats: dict, removals: Removals) -> d
         for name in files:
             touched = removals.spans.get(name)
             if not touched:
-                _link(data_dir / "train" / name, out / "train" / name)
+                link_or_copy(data_dir / "train" / name, out / "train" / name)
                 train_files[source].append(name)
                 continue
             prefix = name.removesuffix(".jsonl.zst")
@@ -107,8 +106,3 @@ def _kept_pieces(text: str, removed: list[tuple[int, int]]) -> list[str]:
     return pieces
 
 
-def _link(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)  # same bytes, no second copy on disk
-    except OSError:
-        shutil.copyfile(src, dst)

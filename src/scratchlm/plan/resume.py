@@ -56,11 +56,11 @@ def _train(config: Path, resume: bool, timeout: float) -> subprocess.CompletedPr
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def verify_resume(cfg: Config, plan_artifacts: Callable[[Config], dict[str, Artifact]],
+def verify_resume(cfg: Config, art: dict[str, Artifact], plan_artifacts: Callable[[Config], dict[str, Artifact]],
                   timeout: float = 900) -> Verdict:
-    """plan_artifacts: the stage registry's; it names the training folder of the config's copy."""
+    """art: the config's artifacts. plan_artifacts: the stage registry's; it names the training folder of the
+    config's copy."""
     name = "resume verified on this exact config"
-    art = plan_artifacts(cfg)
     if not art["shards"].done:
         return Verdict(name, NOT_AVAILABLE, "needs the token shards: run `scratchlm tokenizer encode -c CONFIG` "
                        "first", {})

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor, nn
 
+from scratchlm.config import ORTHOGONALIZERS  # declared with the config key that chooses one
 from scratchlm.errors import UserError
 
 # Default learning rates. Both are checked at micro scale by tests/test_optim.py::test_converges_at_default_lr (a tiny
@@ -51,7 +52,6 @@ POLAR_EXPRESS_COEFFS = (
     (3.285753657755655, -2.3681294933425376, 0.46449024233003106),
     (2.3465413258596377, -1.7097828382687081, 0.42323551169305323),
 )
-ORTHOGONALIZERS = ("newton_schulz", "polar_express")
 NS_STEPS = 5
 
 # A 2-D parameter whose name contains one of these is an embedding table or the output head: Muon's "hidden matrix"
