@@ -163,3 +163,7 @@ class Prefetcher:
 
     def close(self) -> None:
         self._stop.set()
+        if self.depth > 0:
+            # Wait for the thread's last draw (a few ms): a daemon thread still inside torch when the interpreter
+            # exits aborts the process ("terminate called without an active exception"), e.g. after a SIGTERM.
+            self._thread.join(timeout=30)
