@@ -32,21 +32,22 @@ def remove_matches(
     if mode == "document":
         return Decontaminated([], [(0, len(doc_text))], len(doc_text))
 
-    cuts = span_cuts(doc_text, matches, span_window)
-    pieces, begin = [], 0
-    for start, end in cuts + [(len(doc_text), len(doc_text))]:
-        if start > begin:
-            pieces.append((begin, start))
-        begin = max(begin, end)
+    pieces = gaps(span_cuts(doc_text, matches, span_window), len(doc_text))
     kept = [(s, e) for s, e in pieces if len(doc_text[s:e].strip()) >= min_piece_chars]
     if len(kept) > max_pieces:
         kept = []
-    removed, begin = [], 0
-    for s, e in kept + [(len(doc_text), len(doc_text))]:
-        if s > begin:
-            removed.append((begin, s))
-        begin = e
+    removed = gaps(kept, len(doc_text))
     return Decontaminated([doc_text[s:e] for s, e in kept], removed, sum(e - s for s, e in removed))
+
+
+def gaps(ranges: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    """The parts of [0, length) that no range covers; the ranges may overlap and come in any order."""
+    out, begin = [], 0
+    for start, end in sorted(ranges) + [(length, length)]:
+        if start > begin:
+            out.append((begin, start))
+        begin = max(begin, end)
+    return out
 
 
 def span_cuts(doc_text: str, matches: list[Match], span_window: int) -> list[tuple[int, int]]:

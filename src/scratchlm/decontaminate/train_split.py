@@ -13,7 +13,7 @@ from typing import Iterator
 from ..data.jsonl import ShardWriter, read_jsonl
 from ..data.ledger import Ledger
 from ..disk import link_or_copy
-from .cut import Decontaminated
+from .cut import Decontaminated, gaps
 from .scan import Match
 
 _FILE = "__train_file"  # which data-stage file a document came from, while it passes through the scan
@@ -98,11 +98,6 @@ def stats_after(stats: dict, train_files: dict[str, list[str]], removals: Remova
 
 
 def _kept_pieces(text: str, removed: list[tuple[int, int]]) -> list[str]:
-    pieces, begin = [], 0
-    for start, end in sorted(removed) + [(len(text), len(text))]:
-        if start > begin:
-            pieces.append(text[begin:start])
-        begin = max(begin, end)
-    return pieces
+    return [text[start:end] for start, end in gaps(removed, len(text))]
 
 
