@@ -29,9 +29,9 @@ from pathlib import Path
 from pydoc_data.topics import topics
 
 from scratchlm.decontaminate.corpus_scan import scan_corpus
-from scratchlm.decontaminate.fingerprint import text_words
-from scratchlm.decontaminate.index import ContaminationIndex
-from scratchlm.decontaminate.scan import scan_texts
+from scratchlm.data.dedup.fingerprint import text_words
+from scratchlm.data.dedup.ngram_index import ContaminationIndex
+from scratchlm.data.dedup.ngram_scan import scan_texts
 
 N = 13
 ITEMS_PER_KIND = 50

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from scratchlm.stages import load_config
 from scratchlm.data.jsonl import read_jsonl
-from scratchlm.decontaminate.index import ContaminationIndex
-from scratchlm.decontaminate.scan import scan_texts
+from scratchlm.data.dedup.ngram_index import ContaminationIndex
+from scratchlm.data.dedup.ngram_scan import scan_texts
 from scratchlm.decontaminate.stage import load_eval_sets
 from scratchlm.ids import read_json
 from scratchlm.stages import plan_artifacts

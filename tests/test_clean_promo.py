@@ -1,10 +1,13 @@
 import ast
+import json
 import sysconfig
 from pathlib import Path
 
 import pydoc_data.topics
 
-from scratchlm.data.clean.promo import PROMO_THRESHOLD, PromoScore, promo_score
+from scratchlm.data.clean.promo import MARKETING_LEVEL, PROMO_THRESHOLD, PromoScore, promo_score
+
+PAGES = Path(__file__).resolve().parents[1] / "bench" / "promo_soft_pages.jsonl"
 
 LANDING_PAGE = """\
 SUMMER MEGA SALE! Get the BEST deals on the ultimate wireless headphones!
@@ -89,5 +92,142 @@ def test_each_signal_fires_on_its_own_and_not_on_plain_prose():
 
 
 def test_empty_text():
-    assert promo_score("") == PromoScore(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert promo_score("") == PromoScore(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     assert promo_score("   \n ").total == 0.0
+
+
+# Soft (B2B) marketing: no prices, no "!", no "buy now"; it passed the scorer before the soft-sell signal.
+SOFT_MARKETING = [
+    """Book a personalised demo with our team. Trusted by leading engineering organisations around the world, our
+platform empowers teams to ship reliable software faster. Read the customer stories to see how release managers
+cut their lead time in half. Request a quote for your organisation and talk to our experts about a rollout that
+fits your security review. Seamless integration with the tools your teams already use, and support included.""",
+    """Customer stories. Hundreds of finance teams rely on us to close the books in days instead of weeks. Our
+solution connects to your ERP in minutes and gives controllers real-time insights into cash, spend and revenue.
+Join thousands of companies that have streamlined their month-end close. Schedule a demo to see the platform in
+action, or get in touch with our sales team for a tailored proposal for your business.""",
+    """Introducing the next generation of our observability platform. Engineering leaders at fast-growing companies
+use it to unlock insights from every log, metric and trace, and to drive innovation without the complexity of
+running their own stack. It is enterprise-grade from day one: single sign-on, audit trails and a dedicated
+customer success manager. Book a demo today and see why industry-leading teams made the switch.""",
+    """Unsere Plattform unterstützt Ihr Unternehmen dabei, Prozesse zu digitalisieren und Wachstum zu sichern.
+Führende Unternehmen aus Industrie und Handel vertrauen auf unsere Lösungen. Demo anfordern und jetzt kostenlos
+testen: unsere Expertinnen und Experten beraten Sie gern und entwickeln mit Ihnen ein maßgeschneidertes Konzept
+für Ihr Unternehmen. Kontaktieren Sie uns für eine kostenlose Beratung und erfahren Sie mehr über unsere
+Kunden.""",
+]
+
+# Ordinary documentation that talks about the same things: plans, sales, demos, customers, contact.
+DOCS_ABOUT_SALES = [
+    """Enterprise billing. Customers on the Enterprise plan are invoiced yearly. To change the number of seats,
+open Settings > Billing and select Change plan; the new seat count takes effect on the next invoice. If your
+organisation needs a purchase order number on the invoice, contact your account manager before the renewal date.
+Invoices can be downloaded as PDF from the Billing page. Payments by card are charged on the first day of the
+billing period; payments by bank transfer are due within 30 days.""",
+    """demo-server(1) starts a local copy of the web interface with sample data, for trying the product without a
+licence. Options: --port PORT listens on PORT (default 8080). --data DIR reads the sample customers and orders
+from DIR instead of the bundled set. --reset deletes the sample database before starting. The server stops on
+SIGINT; the sample data are kept in ~/.cache/demo-server unless --reset is given. Exit status is 0 on a clean
+shutdown and 2 when the port is in use.""",
+    """Ticket 4512: a customer reports that the quote export fails for companies with more than 200 line items.
+Steps to reproduce: open a quote with 250 items, choose Export > PDF. Expected: a PDF with all items. Actual:
+the export stops at item 200 and the log shows "page limit reached". Cause: the PDF template sets a fixed page
+count. Fix: compute the page count from the number of items; released in 4.2.1. Workaround for older versions:
+split the quote into two.""",
+]
+
+
+def test_soft_marketing_scores_promotional_and_lights_up_soft_sell():
+    for text in SOFT_MARKETING:
+        score = promo_score(text)
+        assert score.total >= PROMO_THRESHOLD, (round(score.total, 2), text[:60])
+        assert score.soft_sell > 0.02
+        # none of the hard-sell signals carries it
+        assert score.prices == 0 and score.exclamations == 0
+
+
+def test_documentation_about_plans_sales_and_customers_stays_below_the_marketing_level():
+    for text in DOCS_ABOUT_SALES:
+        score = promo_score(text)
+        assert score.total < MARKETING_LEVEL < PROMO_THRESHOLD, (round(score.total, 2), text[:60])
+
+
+def test_one_soft_sell_phrase_in_a_short_page_is_not_a_register():
+    # a 45-word index page of the Python docs that "helps teams" once must not saturate the signal
+    text = ("These libraries help teams with publishing and installing Python software. While these modules are "
+            "designed to work in conjunction with the Python Package Index, they can also be used with a local "
+            "index server, or without any index server at all.")
+    assert promo_score(text).total < MARKETING_LEVEL
+
+
+def test_real_marketing_pages_from_the_labeled_set():
+    pages = {p["origin"]: p for p in map(json.loads, PAGES.read_text(encoding="utf-8").splitlines())}
+    for origin in ["https://www.ceocommunicator.com/the-impact-real-customer-stories-have-on-business-performance-2/",
+                   "https://www.forexvps.net/kb/uptime", "https://www.electricians.ai/pricing/"]:
+        assert pages[origin]["label"] == "marketing"
+        assert promo_score(pages[origin]["text"]).total >= PROMO_THRESHOLD, origin
+    for origin in ["https://decimake.app/documentation/enterprise", "https://help.giraffe.build/en/articles/"
+                   "12571905-invoice-billing-teams-enterprise", "https://docs.sevenbridges.com/docs/"
+                   "about-the-enterprise-feature"]:
+        assert pages[origin]["label"] == "documentation"
+        assert promo_score(pages[origin]["text"]).total < PROMO_THRESHOLD, origin
+
+
+PLAIN = [
+    "The committee met on Tuesday to review the budget for the coming year and agreed to publish the minutes in "
+    "March. Members discussed how the library could extend its opening hours without hiring more staff, and the "
+    "treasurer explained that heating costs have risen sharply since last winter. After a long debate they agreed "
+    "to run a three month trial and to report back to the town in spring.",
+    "Volunteers counted the visitors every evening and wrote the numbers into a notebook. A small grant from the "
+    "regional council paid for new windows and a ramp at the entrance, and the repairs took almost two months. "
+    "Local children often visit the building with their teachers on Friday afternoons, and some of them drew "
+    "pictures of the new ramp for the notice board.",
+    "The school wants to use the old mill for an exhibition about the history of the valley. Older neighbours "
+    "remember when it was still painted green and had a wooden fence along the river. The mayor said that the "
+    "town should be proud of what the volunteers have achieved, and that the exhibition should open in summer "
+    "when visitors come from the next valley by bus.",
+    "Nobody expected the storm in March, which flooded the cellar and ruined several boxes of parish records. "
+    "Insurance covered most of the damage, and a photographer from the newspaper came to the reopening. In the "
+    "end everyone agreed that the money had been spent well, and the council asked for a plan to keep the "
+    "remaining records in a dry room upstairs.",
+]
+
+
+def test_data_stage_reports_the_marketing_share_per_source_and_warns_when_it_dominates(tmp_path):
+    from scratchlm.config import config_from_dict
+    from scratchlm.data.prepare import prepare_data
+    from scratchlm.data.prepare_stats import MARKETING_DOMINANCE
+    from scratchlm.stages import size_estimate
+
+    def write(name, texts):
+        # one line per document: the line rules would cut the wrapped lines of the literals above
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": " ".join(t.split())}) + "\n"
+                                                        for t in texts))
+        return {"name": name, "domain": name, "path": f"{name}.jsonl"}
+
+    cfg = config_from_dict({
+        "data": {"sources": [write("vendor", SOFT_MARKETING[:3] + PLAIN[:2]),
+                             write("manual", DOCS_ABOUT_SALES + PLAIN[2:])],
+                 # the quality rules would drop the shorter pages (under 5 sentences) before they are scored
+                 "skip": ["quality"], "min_chars": 100, "workers": 1, "val_fraction": 0.1, "val_min_docs": 1},
+        "tokenizer": {"vocab_size": 300}, "model": {"n_layer": 1, "d_model": 16, "n_head": 2, "seq_len": 16}})
+    cfg.path = tmp_path / "c.toml"
+    out = tmp_path / "out"
+    out.mkdir()
+    stats = prepare_data(cfg, out, size_estimate(cfg))
+    vendor, manual = stats["sources"]["vendor"]["promo"], stats["sources"]["manual"]["promo"]
+    # (the German page would be left out by the language step, which keeps English by default)
+    assert vendor["scored"] == 5 and vendor["marketing"] == 3 and vendor["marketing_share"] == 3 / 5
+    assert vendor["promotional"] == 3  # all three are also over the drop threshold
+    assert manual["scored"] == 5 and manual["marketing"] == 0 and manual["marketing_share"] == 0
+    assert vendor["marketing_level"] == MARKETING_LEVEL
+    verdicts = [w for w in stats["warnings"] if "read as marketing" in w]
+    assert len(verdicts) == 1 and verdicts[0].startswith("source `vendor`: 60% of its documents read as marketing")
+    assert f"above {MARKETING_DOMINANCE:.0%}" in verdicts[0]
+    # and the run report shows both: the share in the source's paragraph, the verdict among the warnings
+    from scratchlm.report.build import _table
+    from scratchlm.report.data_section import data_section
+
+    md = "\n".join(data_section(stats, None, None, _table))
+    assert f"60.0% read as marketing, kept or not (3 score ≥ {MARKETING_LEVEL})" in md
+    assert f"**Warning:** {verdicts[0]}" in md

@@ -20,10 +20,10 @@ from scratchlm.decontaminate.check import check_files
 from scratchlm.decontaminate.corpus_scan import scan_corpus
 from scratchlm.decontaminate.cut import remove_matches
 from scratchlm.decontaminate.files import iter_train_documents, load_eval_set
-from scratchlm.decontaminate.fingerprint import HASH_SCHEME, text_words
-from scratchlm.decontaminate.index import INDEX_FORMAT, ContaminationIndex
+from scratchlm.data.dedup.fingerprint import HASH_SCHEME, text_words
+from scratchlm.data.dedup.ngram_index import INDEX_FORMAT, ContaminationIndex
 from scratchlm.decontaminate.report import ContaminationReport
-from scratchlm.decontaminate.scan import scan_document, scan_texts
+from scratchlm.data.dedup.ngram_scan import scan_document, scan_texts
 from scratchlm.errors import UserError
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

@@ -9,8 +9,8 @@ from scratchlm.cli import main
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.tokenizer.provenance import resolve_shard, sidecar_path, trace
 from scratchlm.decontaminate.corpus_scan import scan_corpus
-from scratchlm.decontaminate.index import ContaminationIndex
-from scratchlm.decontaminate.scan import scan_document
+from scratchlm.data.dedup.ngram_index import ContaminationIndex
+from scratchlm.data.dedup.ngram_scan import scan_document
 from scratchlm.decontaminate.stage import load_eval_sets
 from scratchlm.errors import UserError
 from scratchlm.ids import read_json
@@ -199,3 +199,48 @@ def test_config_mistakes_are_named(tmp_path):
             validate(config_from_dict({**base, **extra}), "t.toml")
     with pytest.raises(UserError, match="unknown key `feilds` in \\[eval.sets\\[0\\]\\]; did you mean `fields`"):
         config_from_dict({**base, "eval": {"sets": [{"name": "s", "path": "p", "feilds": ["q"]}]}})
+
+
+def _encodings_run(micro_config, directory):
+    """A code corpus of near-identical generated modules: the stdlib's codecs (cp1250.py, cp1251.py, ... differ
+    in their tables, under the dedup's threshold, yet hold most of one another's 13-grams)."""
+    import encodings
+    from pathlib import Path
+
+    corpus = {"code": f"{Path(encodings.__file__).parent}/*.py"}
+    cfg = load_config(micro_config(directory, corpus, extra="[decontaminate]\nworkers = 1\n"))
+    art = plan_artifacts(cfg)
+    stage_data(cfg, art)
+    return cfg, art
+
+
+def test_validation_is_drawn_without_documents_near_copied_in_training(micro_config, tmp_path):
+    cfg, art = _encodings_run(micro_config, tmp_path)
+    stats = read_json(art["data"].dir / "stats.json")
+    plan = stats["validation_plan"]["code"]
+    assert plan["near_copied"] > 0 and plan["held_out"] > 0 and "put back in training" in plan["note"]
+    result = stage_decontaminate(cfg, art)  # raised before: 27% of the training text copied validation
+    assert result["eval_sets"]["validation/code"]["contaminated_items"] == 0 and result["docs_touched"] == 0
+
+
+def test_a_split_the_draw_could_not_clear_is_named_as_scratchlms_own(micro_config, tmp_path, monkeypatch):
+    from scratchlm.data import split_step
+
+    monkeypatch.setattr(split_step, "GUARD_ROUNDS", 1)  # the first draw only, as the split was drawn before
+    cfg, art = _encodings_run(micro_config, tmp_path)
+    with pytest.raises(UserError) as stop:
+        stage_decontaminate(cfg, art)
+    assert "'validation/code' is scratchlm's own validation split" in str(stop.value)
+    assert "point the eval set" not in str(stop.value)
+
+
+def test_near_copies_uses_the_guards_measure():
+    from scratchlm.data.val_guard import near_copies
+
+    item = " ".join(f"word{k}" for k in range(100))  # 88 13-grams
+    words = item.split()
+    docs = [{"id": "v", "text": item},  # the candidate itself: no copy of itself
+            {"id": "copy", "text": "intro " + " ".join(words[:80])},  # 68 of 88 windows
+            {"id": "quote", "text": "a quote: " + " ".join(words[10:40])}]  # 18 of 88
+    assert near_copies({"v": item}, docs, 13, 8, 0.5) == {"v": {"copy": "copy", "coverage": round(68 / 88, 4)}}
+    assert near_copies({"v": item}, docs, 13, 8, 0.8) == {}

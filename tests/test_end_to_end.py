@@ -31,6 +31,7 @@ def test_loss_decreases_and_report_is_written(micro_run):
     assert rows[-1]["loss"] < rows[0]["loss"] - 0.5
     report = (micro_run.workdir / "report.md").read_text()
     assert "unigram baseline" in report and "## Samples" in report and "## Plan" in report
+    assert "Base quality (mean over domains): validation loss" in report  # eval/base_quality.judge_base
     data = read_json(micro_run.workdir / "report.json")
     assert set(data["eval"]["domains"]) == {"code", "docs", "web"}
     lineage = read_json(micro_run.workdir / "lineage.json")

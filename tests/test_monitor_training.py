@@ -1,5 +1,6 @@
 """The monitor inside real (micro) training runs: NaN halts with a diagnosis, a slow loader is reported."""
 import json
+import re
 import time
 
 import pytest
@@ -47,11 +48,15 @@ def test_huge_learning_rate_halts_with_a_diagnosis(prepared):
     r = scratchlm("train", "-c", str(cfg.path))
     assert r.returncode == 2, r.stderr
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "not finite" in errors[0] and "diagnosis.json" in errors[0]
+    assert len(errors) == 1 and "not finite (loss " in errors[0] and "diagnosis.json" in errors[0]
+    assert not re.search(r"\d\.\d{5,}", errors[0]), errors[0]  # finite numbers rounded
     assert "Traceback" not in r.stderr
     train_dir = plan_artifacts(cfg)["train"].dir
     d = read_json(train_dir / "diagnosis.json")  # strict JSON: no bare NaN
     assert d["nonfinite_grads"] and d["lr"] > 1e28  # the recorded LR points at the cause
+    # no checkpoint yet: the advice is the learning rate and a fresh start of the fixed config, not --resume
+    assert "lower train.learning_rate" in d["next"] and "gradient clipping is off" in d["next"]
+    assert f"start over with `scratchlm train -c {cfg.path}`" in d["next"] and "--resume" not in d["next"]
     assert len(d["batch"]) == cfg.train.batch_size and all(row["doc_ids"] for row in d["batch"])
     assert not (train_dir / "manifest.json").exists()  # a halted run is not a finished artifact
     alerts = [json.loads(line) for line in (train_dir / "alerts.jsonl").read_text().splitlines()]
@@ -59,7 +64,7 @@ def test_huge_learning_rate_halts_with_a_diagnosis(prepared):
 
 
 def test_poisoned_forward_halts_at_that_step_naming_the_batch(prepared, monkeypatch):
-    cfg = _variant(prepared, "poisoned", max_steps=30)
+    cfg = _variant(prepared, "poisoned", max_steps=30, checkpoint_every=10)
     poison_at = 12
 
     class Poisoned(GPT):
@@ -79,6 +84,12 @@ def test_poisoned_forward_halts_at_that_step_naming_the_batch(prepared, monkeypa
         stages.stage_train(cfg, art)
     d = read_json(art["train"].dir / "diagnosis.json")
     assert d["step"] == poison_at and d["loss"] == "nan"
+    assert d["explanation"].startswith(f"at step {poison_at} the loss and the grad norm are not finite (loss nan, "
+                                       f"grad norm nan); ")
+    # steady logged steps, then one step failed: the data; the command names this run's checkpoint
+    assert f"step {poison_at} alone failed" in d["next"] and "lower train.learning_rate" not in d["next"]
+    step_10 = art["train"].dir / "checkpoints" / "step_0000010"
+    assert f"`scratchlm train -c {cfg.path} --resume-from {step_10}`" in d["next"]
     assert d["last_metrics"]["step"] == 10 and "weight_norm" in d["last_metrics"]
     loader = MixtureLoader(art["shards"].dir, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
     which, starts = loader.positions(poison_at)
@@ -115,3 +126,16 @@ def test_slow_loader_triggers_the_stall_warning_and_the_dashboard_shows_it(prepa
     assert main(["report"]) == 2 and main(["report", str(cfg.workdir), "-c", str(cfg.path)]) == 2
     page = (cfg.workdir / "dashboard.html").read_text()
     assert "loader_stall" in page and 'class="chart"' in page and "waiting for data" in page
+
+
+def test_a_rising_gradient_norm_points_at_the_learning_rate_and_a_new_run_from_the_checkpoint():
+    from scratchlm.config import TrainConfig
+    from scratchlm.monitor.diagnosis import next_steps
+
+    rows = [{"step": s, "loss": 5.0, "grad_norm": g} for s, g in ((10, 1.5), (20, 0.9), (30, 2.5))]
+    advice = next_steps({"step": 33, "lr": 0.004}, rows, TrainConfig(warmup_steps=10), "c.toml", "ck/step_0000030")
+    assert "rose from 0.9 (step 20) to 2.5 (step 30)" in advice and "lower train.learning_rate" in advice
+    assert "a new run (a new train ID: `--resume` finds nothing)" in advice
+    assert "`scratchlm train -c c.toml --resume-from ck/step_0000030`" in advice
+    steady = next_steps({"step": 33, "lr": 0.004}, rows[:2], TrainConfig(warmup_steps=10), "c.toml", None)
+    assert "step 33 alone failed" in steady and "start over with `scratchlm train -c c.toml`" in steady

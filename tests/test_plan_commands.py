@@ -30,6 +30,9 @@ def test_plan_prints_measured_throughput_and_mfu(built):
     for needle in ("tokens/s", "MFU", "of the measured matmul peak", "peak memory", "one restart", "cost",
                    "p50", "counted in the training shards"):
         assert needle in r.stdout, needle
+    # each figure with its unit: "6N 22.43 MFLOP + attention", not "6N 22.43 M+ attention"
+    assert re.search(r"FLOPs per token +[\d.]+ [kMGTP]?FLOP = 6N [\d.]+ [kMGTP]?FLOP \+ attention [\d.]+ [kMGTP]?FLOP$",
+                     r.stdout, flags=re.M), r.stdout
     saved = json.loads(next((built.workdir / "plan").glob("*.json")).read_text())
     # (the +-25% agreement is tested on models above ~100 MiB in test_plan_estimates; this micro model's
     # ~25 MiB peak carries a fixed ~10 MiB the estimate does not model, which the plan reports as a warning)
@@ -76,6 +79,7 @@ def test_check_trains_resumes_and_compares(built):
     assert "bit-identical" in lines["resume verified on this exact config"] or "within" in \
         lines["resume verified on this exact config"]
     assert "[     ok]" in lines["resume verified on this exact config"]
+    assert "trained the first 4 of 80 steps (the config's schedule)" in lines["resume verified on this exact config"]
     # the stages that produce these exist: each line must find its evidence in this run's artifacts
     for name in ("fuzzy dedup applied", "eval contamination checked",
                  "tokenizer fertility across the languages of use"):
@@ -136,3 +140,60 @@ def test_run_stops_on_a_corpus_size_error_unless_forced_or_a_demo(built):
     assert stages.stage_plan(cfg, art, force=True, probe_seconds=0)["level"] == "error"
     cfg.run.demo = True  # the micro config's own setting: a demo trains through this error, and only this one
     assert stages.stage_plan(cfg, art, probe_seconds=0)["level"] == "error"
+
+
+class _TrainingStarted(Exception):
+    pass
+
+
+def test_a_budget_decides_run_and_the_saved_plan_keeps_it(built, monkeypatch, capsys):
+    """`plan --budget-hours` then a plain `run`: the saved budget still decides, so `run` stops (issue 13)."""
+    from scratchlm import cli
+
+    cfg = load_config(built.path)
+    art = plan_artifacts(cfg)
+    saved = built.workdir / "plan" / f"{art['train'].id}.json"
+    saved.unlink(missing_ok=True)
+    assert stages.stage_plan(cfg, art, probe_seconds=0.1)["budget_hours"] is None  # no budget anywhere: passes
+    try:
+        r = scratchlm("plan", "-c", str(built.path), "--budget-hours", "0.00001", "--probe-seconds", "0.1")
+        assert r.returncode == 1 and json.loads(saved.read_text())["budget_hours"] == 0.00001
+        capsys.readouterr()
+        with pytest.raises(UserError) as e:
+            stages.stage_plan(cfg, art, probe_seconds=0.1)
+        assert "\n" not in str(e.value) and "time:" in str(e.value) and "> budget 1e-05 h" in str(e.value)
+        assert f"budget of 1e-05 h kept in the saved plan {saved}" in capsys.readouterr().err
+        assert json.loads(saved.read_text())["budget_hours"] == 0.00001  # re-planning did not drop it
+        # the CLI's `run`: stops at the plan, one line, before training
+        monkeypatch.setattr("scratchlm.train.loop.train_model", lambda *a, **k: (_ for _ in ()).throw(
+            _TrainingStarted()))
+        assert cli.main(["run", "-c", str(built.path)]) == 2
+        assert "the plan ends in error (time:" in capsys.readouterr().err
+        with pytest.raises(_TrainingStarted):  # --force trains anyway
+            cli.main(["run", "-c", str(built.path), "--force"])
+        assert json.loads(saved.read_text())["level"] == "error"
+        # a flag overrides the saved budget
+        assert stages.stage_plan(cfg, art, probe_seconds=0.1, budget_hours=1000)["budget_from"] == "--budget-hours"
+        assert re.search(r"^  budget +1000 h \(from --budget-hours\)$", capsys.readouterr().err, flags=re.M)
+    finally:
+        saved.unlink(missing_ok=True)
+
+
+def test_the_plan_section_decides_without_changing_any_id(built):
+    variant = built.path.with_name("budget.toml")
+    variant.write_text(built.path.read_text().replace("[eval]\n", "[plan]\nbudget_hours = 0.00001\n"
+                                                      "price_per_hour = 3\n[eval]\n", 1))
+    cfg = load_config(variant)
+    art = plan_artifacts(cfg)
+    assert {s: a.id for s, a in art.items()} == {s: a.id for s, a in plan_artifacts(built).items()}
+    try:
+        with pytest.raises(UserError, match=r"the plan ends in error \(time: .* > budget 1e-05 h"):
+            stages.stage_plan(cfg, art, probe_seconds=0.1)
+        plan = stages.stage_plan(cfg, art, probe_seconds=0.1, budget_hours=1000)  # the flag wins
+        time = next(v for v in plan["verdicts"] if v["name"] == "time")
+        assert time["level"] == "ok" and "within 1000 h" in time["summary"]
+        assert plan["time"]["price_per_hour"] == 3 and plan["budget_from"] == "--budget-hours"
+        r = scratchlm("check", "-c", str(variant), "--skip-resume", "--probe-seconds", "0.1")
+        assert r.returncode == 1 and "> budget 1e-05 h" in r.stdout
+    finally:
+        (built.workdir / "plan" / f"{art['train'].id}.json").unlink(missing_ok=True)

@@ -105,7 +105,7 @@ def test_a_split_that_cannot_fit_val_max_share_says_so(tmp_path):
 
 def test_decontamination_does_not_take_a_held_out_tail_for_a_copy_of_its_own_document(tmp_path):
     from scratchlm.decontaminate.corpus_scan import scan_corpus
-    from scratchlm.decontaminate.index import ContaminationIndex
+    from scratchlm.data.dedup.ngram_index import ContaminationIndex
     from scratchlm.decontaminate.stage import decontaminate_corpus, load_eval_sets
 
     cfg = _huge_and_small(tmp_path)

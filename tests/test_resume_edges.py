@@ -194,12 +194,72 @@ def test_resume_from_a_corrupt_checkpoint_names_the_previous_good_one_and_the_co
     assert f"scratchlm train -c {cfg.path} --resume-from {checkpoints / 'step_0000010'}" in line
 
 
-def test_resume_from_another_runs_checkpoint_is_refused(run, capsys, tmp_path):
+def _variant(cfg, name, old, new):
+    path = cfg.path.with_name(f"{name}.toml")
+    assert old in cfg.path.read_text()
+    path.write_text(cfg.path.read_text().replace(old, new, 1))
+    return load_config(path)
+
+
+def test_resume_from_another_runs_checkpoint_starts_a_new_run_from_it_and_records_lineage(run, capsys):
+    """The NaN fix: a lower learning rate is a new train ID; it starts from the halted run's checkpoint."""
+    from scratchlm.train.schedule import lr_factor
+
+    cfg, art = run
+    source_dir, checkpoints = _killed_after_step_20(cfg, art)
+    fixed = _variant(cfg, "lower_lr", "learning_rate = 0.005", "learning_rate = 0.002")
+    new = plan_artifacts(fixed)["train"]
+    assert new.id != art["train"].id
+    source = checkpoints / "step_0000010"
+    assert cli.main(["train", "-c", str(fixed.path), "--resume-from", str(source)]) == 0
+    assert f"a new run started from {source} (run {art['train'].id}, step 10)" in capsys.readouterr().err
+    rows = [r for r in _rows(new.dir) if "loss" in r]
+    assert [r["step"] for r in rows] == list(range(11, 21))
+    # step 11's loss comes before its update: the source's weights on the same batch (same seed) give the same loss
+    assert rows[0]["loss"] == pytest.approx(next(r["loss"] for r in _rows(source_dir) if r["step"] == 11), rel=1e-5)
+    t = fixed.train  # this config's learning rate and schedule, continued at step 10, not the checkpoint's
+    for r in rows:
+        factor = lr_factor(r["step"] - 1, t.max_steps, t.warmup_steps, t.schedule, t.min_lr_ratio)
+        assert r["lr"] == pytest.approx(0.002 * factor)
+    lineage = {"path": str(source.resolve()), "train_id": art["train"].id, "step": 10}
+    assert read_json(new.dir / "checkpoints" / "step_0000020" / "meta.json")["started_from"] == lineage
+    assert read_json(new.dir / "summary.json")["started_from"] == lineage
+
+
+def test_resume_from_another_run_with_another_optimizer_starts_it_fresh(run, capsys):
+    """Weights and step carry over; the source's AdamW moments do not fit Muon, so the optimizer starts fresh."""
     cfg, art = run
     _, checkpoints = _killed_after_step_20(cfg, art)
-    elsewhere = shutil.copytree(checkpoints / "step_0000010", tmp_path / "other" / "step_0000010")
-    assert cli.main(["train", "-c", str(cfg.path), "--resume-from", str(elsewhere)]) == 2
-    assert "is not a checkpoint of this run" in _error_line(capsys.readouterr().err)
+    muon = _variant(cfg, "muon", "[train]\n", '[train]\noptimizer = "muon"\n')
+    assert muon.train.optimizer == "muon" and cfg.train.optimizer != "muon"
+    new = plan_artifacts(muon)["train"]
+    assert cli.main(["train", "-c", str(muon.path), "--resume-from", str(checkpoints / "step_0000010")]) == 0
+    capsys.readouterr()
+    assert [r["step"] for r in _rows(new.dir) if "loss" in r] == list(range(11, 21))
+
+
+def test_resume_from_a_checkpoint_of_another_model_is_refused_naming_the_difference(run, capsys):
+    cfg, art = run
+    _, checkpoints = _killed_after_step_20(cfg, art)
+    wider = _variant(cfg, "wider", "d_model = 64", "d_model = 96")
+    assert cli.main(["train", "-c", str(wider.path), "--resume-from", str(checkpoints / "step_0000010")]) == 2
+    line = _error_line(capsys.readouterr().err)
+    assert "only with the same model" in line and "d_model 64 vs 96" in line and "n_layer" not in line
+
+
+def test_stop_at_pauses_with_a_checkpoint_and_resume_finishes_the_same_schedule(run, capsys, tmp_path):
+    cfg, art = run
+    train_dir = art["train"].dir
+    assert cli.main(["train", "-c", str(cfg.path), "--stop-at", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "train: training paused at step 5/20 as asked (--stop-at)" in err and "error" not in err
+    assert not (train_dir / "manifest.json").exists() and (train_dir / "checkpoints" / "step_0000005").is_dir()
+    assert max(r["step"] for r in _rows(train_dir)) == 5
+    assert cli.main(["train", "-c", str(cfg.path), "--resume"]) == 0
+    _assert_consistent(train_dir, 20, [10, 20], tmp_path)
+    assert cli.main(["train", "-c", str(cfg.path), "--stop-at", "20", "--force"]) == 2  # not before max_steps
+    assert "--stop-at 20 must be after the step training starts from (0) and before train.max_steps (20)" in \
+        _error_line(capsys.readouterr().err)
 
 
 def test_run_passes_resume_from_to_training(prepared, monkeypatch):

@@ -90,3 +90,48 @@ def test_leak_check_reports_where_markers_occur(tmp_path):
     assert leak["locations"][0]["line"] == 2 and leak["locations"][0]["file"] == "web-00000.jsonl"
     (tmp_path / "train" / "web-00000.jsonl").write_text('{"text": "clean"}\n')
     assert scan_for_markers(tmp_path)["verdict"] == "ok"
+
+
+def _evaluation(tmp_path, val_loss, unigram_loss):
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps({"val_loss": val_loss, "unigram_loss": unigram_loss,
+                                "domains": {"web": {"loss": val_loss, "unigram_loss": unigram_loss, "bpb": 2.5}}}))
+    return path
+
+
+def test_a_base_barely_beating_unigram_is_refused_with_its_numbers(tmp_path):
+    from scratchlm.sft.base_check import check_base
+
+    with pytest.raises(UserError) as e:
+        check_base(tmp_path / "ck", _evaluation(tmp_path, 6.695, 6.663), force=False)
+    message = str(e.value)
+    assert "\n" not in message and "6.695" in message and "6.663" in message and "10%" in message
+    assert "pretraining" in message and "--force" in message
+    with pytest.raises(UserError, match="too weak"):  # 5% below unigram is still "barely"
+        check_base(tmp_path / "ck", _evaluation(tmp_path, 6.33, 6.663), force=False)
+
+
+def test_force_fine_tunes_a_weak_base_with_a_warning(tmp_path, capsys):
+    from scratchlm.sft.base_check import check_base
+
+    verdict = check_base(tmp_path / "ck", _evaluation(tmp_path, 6.695, 6.663), force=True)
+    assert verdict["level"] == "weak"
+    captured = capsys.readouterr()
+    assert "warning: base checkpoint" in captured.err + captured.out
+
+
+def test_a_good_base_passes_and_an_unevaluated_one_needs_force(tmp_path):
+    from scratchlm.sft.base_check import check_base
+
+    assert check_base(tmp_path / "ck", _evaluation(tmp_path, 4.23, 7.07), force=False)["level"] == "ok"
+    with pytest.raises(UserError, match="has no evaluation"):
+        check_base(tmp_path / "ck", None, force=False)
+    assert check_base(tmp_path / "ck", None, force=True) is None
+
+
+def test_an_evaluation_without_a_finite_loss_is_refused_like_no_evaluation(tmp_path):
+    from scratchlm.sft.base_check import check_base
+
+    with pytest.raises(UserError, match="not judged by its evaluation"):
+        check_base(tmp_path / "ck", _evaluation(tmp_path, float("nan"), 6.663), force=False)
+    assert check_base(tmp_path / "ck", _evaluation(tmp_path, float("nan"), 6.663), force=True)["level"] == "unknown"

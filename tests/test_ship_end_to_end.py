@@ -77,6 +77,7 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     assert r.returncode == 0, r.stderr
     report = (evals_dir(base) / "report.md").read_text()
     assert "Human ratings" in report and "fluent 3.0000 (2/2)" in report and "HumanEval" in report
+    assert ": distinct-2: distinct-2 over" in report  # the suite's verdicts, not only its numbers
     assert main(["report", "-c", str(cfg.path), "--force"]) == 0
     assert "Human ratings" in (cfg.workdir / "report.md").read_text()
 
@@ -85,7 +86,11 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
                              for i in range(12)))
     r = cli(monkeypatch, capsys, "sft", "-c", cfg.path, "--data", pairs, "--checkpoint", unevaluated)
     assert r.returncode == 2 and "has no evaluation" in r.stderr
-    assert main(["sft", "-c", str(cfg.path), "--data", str(pairs), "--checkpoint", str(base)]) == 0
+    # 24 micro steps leave the base barely below unigram: refused, naming the numbers; --force fine-tunes it.
+    r = cli(monkeypatch, capsys, "sft", "-c", cfg.path, "--data", pairs, "--checkpoint", base)
+    assert r.returncode == 2 and "too weak to fine-tune" in r.stderr and "unigram baseline" in r.stderr
+    r = cli(monkeypatch, capsys, "sft", "-c", cfg.path, "--data", pairs, "--checkpoint", base, "--force")
+    assert r.returncode == 0 and "fine-tuning anyway (--force)" in r.stdout + r.stderr, r.stderr
     summary = read_json(next((cfg.workdir / "sft").glob("*/summary.json")))
     assert summary["leak_check"]["verdict"] in ("ok", "warning") and summary["base_evaluated"]
     tuned = summary["checkpoint"]

@@ -151,6 +151,27 @@ def test_corrupt_checkpoint_names_the_file_and_offers_the_previous_one(tmp_path)
         verify_checkpoint(latest)
 
 
+def test_a_corrupt_checkpoint_error_gives_a_complete_command_in_every_case(tmp_path):
+    import subprocess
+    import sys
+
+    model = _tiny_model()
+    good = _save(tmp_path, 1, model, keep_last=5)
+    latest = _save(tmp_path, 2, model, keep_last=5)
+    with open(latest / "model.safetensors", "r+b") as f:
+        f.seek(-4, 2)
+        f.write(b"\x00\x01\x02\x03")
+    for config in ("run.toml", "CONFIG"):  # training; "CONFIG" when its config has no file (the trainer's words)
+        with pytest.raises(UserError) as e:
+            verify_checkpoint(latest, config)
+        assert str(e.value).endswith(f"which verifies: `scratchlm train -c {config} --resume-from {good}`")
+    # any other command that was given the checkpoint: the same command line with the good one
+    r = subprocess.run([sys.executable, "-m", "scratchlm", "generate", "--checkpoint", str(latest), "--prompt", "a"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().endswith(
+        f"which verifies: `scratchlm generate --checkpoint {good} --prompt a`"), r.stderr
+
+
 def test_checkpoint_from_a_different_model_config_is_explained(tmp_path):
     path = _save(tmp_path, 1, _tiny_model(), keep_last=1)
     with pytest.raises(UserError, match="does not match the model config"):

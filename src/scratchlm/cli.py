@@ -21,9 +21,17 @@ LOCKING = (("quickstart", None), ("run", None), ("check", None), ("sft", None),
            *((s.command[0], s.command[1] if len(s.command) > 1 else None) for s in ARTIFACT_STAGES))
 
 
+RESUME_FROM_HELP = ("continue from this checkpoint: one of this run's; or another run's with the same model "
+                    "(model keys, vocabulary, tokenizer), which starts a new run from its weights, its optimizer "
+                    "state (same train.optimizer) and its step, under this config's hyperparameters and schedule")
+
+
 def _train_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint that verifies")
-    p.add_argument("--resume-from", metavar="STEP_DIR", help="continue from this checkpoint of the run")
+    p.add_argument("--resume-from", metavar="STEP_DIR", help=RESUME_FROM_HELP)
+    p.add_argument("--stop-at", metavar="STEP", type=int, default=None,
+                   help="stop after this step with a checkpoint, as on SIGTERM (exit 0); the schedule still runs to "
+                        "train.max_steps, and --resume continues it")
 
 
 def _eval_options(p: argparse.ArgumentParser) -> None:
@@ -44,6 +52,14 @@ STAGE_OPTIONS = {"train": _train_options, "eval": _eval_options, "report": _repo
 OPTIONAL_CONFIG = ("eval", "report")  # `eval rate SHEET`, `eval --checkpoint` without a config, `report RUN_DIR`
 
 
+def _budget_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget-hours", type=float, default=None,
+                   help="wall-clock hours the run must fit in (overrides [plan] budget_hours; without either, the "
+                        "budget of the saved plan of this training); over it, the plan is an error that stops `run`")
+    p.add_argument("--price-per-hour", type=float, default=None,
+                   help="device price per hour, for the cost line (overrides [plan] price_per_hour)")
+
+
 def _config_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("-c", "--config", required=required, help="path to scratchlm.toml")
 
@@ -62,22 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run every stage in order, skipping those already up to date")
     _config_arg(p)
     p.add_argument("--resume", action="store_true", help="continue training from its latest checkpoint")
-    p.add_argument("--resume-from", metavar="STEP_DIR", help="continue training from this checkpoint of the run")
+    p.add_argument("--resume-from", metavar="STEP_DIR", help=RESUME_FROM_HELP)
     p.add_argument("--force", action="store_true",
                    help="continue past a plan in error or a contamination error (an eval set mostly copied in training)")
+    _budget_options(p)
 
     p = sub.add_parser("plan", help=STAGE["plan"].help)
     _config_arg(p)
     p.add_argument("--gpu", default=None, help="plan for a preset device instead of this one (e.g. h100, a100-80gb)")
-    p.add_argument("--budget-hours", type=float, default=None, help="wall-clock budget the run must fit in")
-    p.add_argument("--price-per-hour", type=float, default=None, help="device price, for the cost line")
+    _budget_options(p)
     p.add_argument("--tokens-per-param", type=float, default=20.0, help="tokens per parameter wanted (20-100)")
     p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     p = sub.add_parser("check", help="preflight checklist: each classic mistake, with its verdict and evidence")
     _config_arg(p)
-    p.add_argument("--budget-hours", type=float, default=None)
+    _budget_options(p)
     p.add_argument("--skip-resume", action="store_true", help="do not run the (real) resume verification")
     p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
     p.add_argument("--json", action="store_true")
@@ -117,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--data", required=True, help="JSONL: prompt/response or messages per line")
     p.add_argument("--checkpoint", help="base checkpoint (default: the config's trained checkpoint)")
-    p.add_argument("--force", action="store_true", help="fine-tune even a base checkpoint with no evaluation")
+    p.add_argument("--force", action="store_true",
+                   help="fine-tune even a base checkpoint with no evaluation, or one barely better than unigram")
 
     p = sub.add_parser("chat", help="talk to a (fine-tuned) checkpoint in the terminal")
     p.add_argument("--checkpoint", required=True)
@@ -220,7 +237,8 @@ def _dispatch_with_config(args: argparse.Namespace) -> int:
     if args.command == "run":
         from .stages import run_all
 
-        run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from)
+        run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from,
+                budget_hours=args.budget_hours, price_per_hour=args.price_per_hour)
         return 0
     if args.command == "plan":
         from .plan.commands import plan_command
@@ -233,7 +251,8 @@ def _dispatch_with_config(args: argparse.Namespace) -> int:
     art = plan_artifacts(cfg)
     stage = _stage_command(args)
     if stage is not None:
-        options = {"train": {"resume": args.resume, "resume_from": args.resume_from} if stage.name == "train" else {},
+        options = {"train": {"resume": args.resume, "resume_from": args.resume_from, "stop_at": args.stop_at}
+                   if stage.name == "train" else {},
                    "decontaminate": {"allow_contaminated": True}}  # the command reports the verdict, exit 1
         result = stage.run(cfg, art, force=args.force, **options.get(stage.name, {}))
         if stage.name == "report":
@@ -317,7 +336,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {line}", file=sys.stderr)
         return 1
     except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{getattr(e, 'label', 'error')}: {e}", file=sys.stderr)
         return getattr(e, "exit_code", 2)  # a run stopped by a signal exits as the shell expects of it
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -211,6 +211,12 @@ class TrainConfig:
     threads: int = bounded(0, ge=0, operational=True)  # CPU threads for torch; 0 uses every core
 
 @dataclass
+class PlanConfig:
+    # What `plan`, `check` and `run` judge the planned run against (--budget-hours / --price-per-hour override).
+    budget_hours: float | None = bounded(None, gt=0, operational=True)  # wall-clock hours the run must fit in; a plan over it is an error that stops `run`
+    price_per_hour: float | None = bounded(None, ge=0, operational=True)  # device price per hour, for the plan's cost line
+
+@dataclass
 class TaskConfig:
     name: str
     path: str  # JSONL, relative to the config file
@@ -291,9 +297,9 @@ class MonitorConfig:
     spike_window: int = bounded(50, ge=2)  # log intervals of training loss that a new loss is compared with
     spike_z: float = bounded(6.0, gt=0)  # a loss this many standard deviations above the window's trend line is a spike
     spike_min_history: int = bounded(10, ge=2)  # log intervals seen before the spike detector may fire
-    weight_growth_window: int = bounded(20, ge=2)  # log intervals over which a steadily growing weight norm is judged
-    weight_growth: float = bounded(0.25, gt=0)  # relative growth of a layer's weight norm across that window that warns
-    weight_growth_after: float = bounded(0.25, ge=0, lt=1)  # share of train.max_steps (and the warmup) while norms settle: not judged
+    weight_growth_window: int = bounded(20, ge=2)  # log intervals the judged span (the later half of the run so far) must hold
+    weight_growth: float = bounded(0.25, gt=0)  # relative growth of a layer's weight norm across that span that warns, if not slowing
+    weight_growth_after: float = bounded(0.5, ge=0, lt=1)  # share of train.max_steps (and the warmup) while norms settle: not judged
     stall_share: float = bounded(0.2, gt=0, lt=1)  # share of step time spent waiting for data above which the loader is stalling
     domain_rise: float = bounded(0.01, ge=0)  # nats/token a domain's validation loss may rise while the mean falls
     overconfidence_loss_tolerance: float = bounded(0.0, ge=0)  # val loss must fall by more than this for rising logits to be ok
@@ -318,6 +324,7 @@ class Config:
     shards: ShardsConfig = field(default_factory=ShardsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    plan: PlanConfig = field(default_factory=PlanConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     decontaminate: DecontaminateConfig = field(default_factory=DecontaminateConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)

@@ -67,8 +67,9 @@ def stage_shards(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
 
 
 def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, force: bool = False,
-                resume_from: Path | None = None) -> dict:
-    """resume_from: one checkpoint directory of this run to resume from (implies resume)."""
+                resume_from: Path | None = None, stop_at: int | None = None) -> dict:
+    """resume_from: one checkpoint directory to resume from (implies resume): this run's, or another run's with the
+    same model, which this run then starts from. stop_at: pause after that step (train/loop.py TrainingPaused)."""
     from .eval.samples import default_prompts
     from .train.loop import train_model
 
@@ -83,7 +84,7 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
 
     def work(out: Path) -> dict:
         return train_model(cfg, art["shards"].dir, art["tokenizer"].dir, out, ids, prompts, resume=resume,
-                           resume_from=resume_from)
+                           resume_from=resume_from, stop_at=stop_at)
 
     if int(os.environ.get("RANK", "0")) > 0:  # under torchrun rank 0 owns the artifact directory; others only train
         a = art["train"]
@@ -107,8 +108,10 @@ def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
     return run_stage(cfg, art, "report", lambda out: build_report(cfg.workdir, dirs, ids, out, cfg.run.demo), force)
 
 
-def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0) -> dict | None:
-    """Plan the training about to start (not when it is already done); refuse a plan in error unless forced."""
+def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0,
+               budget_hours: float | None = None, price_per_hour: float | None = None) -> dict | None:
+    """Plan the training about to start (not when it is already done); refuse a plan in error unless forced.
+    budget_hours / price_per_hour: the flags; without them the [plan] keys, else the saved plan's budget."""
     from .plan.demo import accepted_notes, blocking_errors
     from .errors import UserError
     from .plan.make import make_plan
@@ -116,7 +119,7 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
 
     if art["train"].done:
         return None
-    plan = make_plan(cfg, art, probe_seconds=probe_seconds)
+    plan = make_plan(cfg, art, budget_hours=budget_hours, price_per_hour=price_per_hour, probe_seconds=probe_seconds)
     log(render_plan(plan))
     for note in accepted_notes(plan["verdicts"], cfg.run.demo):
         log(f"plan: {note}")
@@ -128,12 +131,15 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
 
 
 def _data_identity(cfg: Config, cache: DigestCache) -> list:
-    """The sources' settings and file digests, and the [data] keys (less the sources, hashed apart)."""
+    """The sources' settings and file digests, the [data] keys (less the sources, hashed apart), and the
+    [decontaminate] guard's settings the validation draw applies (val_split.guard_settings)."""
     from .data.readers import source_files
+    from .data.val_split import guard_settings
 
     sources = [{"source": vars(src), "files": files_id(source_files(src, cfg.base_dir), cache, cfg.base_dir)}
                for src in cfg.data.sources]
-    return [sources, {k: v for k, v in cfg.identity("data").items() if k != "sources"}]
+    return [sources, {k: v for k, v in cfg.identity("data").items() if k != "sources"},
+            {"validation_guard": list(guard_settings(cfg.decontaminate))}]
 
 
 def _decontaminate_identity(cfg: Config, cache: DigestCache) -> list:
@@ -151,10 +157,11 @@ def _tokenizer_identity(cfg: Config, cache: DigestCache) -> list:
 
 def _shards_identity(cfg: Config, cache: DigestCache) -> list:
     # How a document is wrapped is part of what the shards are: hashing it makes a workdir tokenized under an
-    # older convention (BOS-only documents) re-encode, instead of training on shards that never show an EOS.
-    from .tokenizer.bpe import DOCUMENT_WRAP
+    # older convention (BOS-only documents) re-encode, instead of training on shards that never show an EOS;
+    # and so does one encoded when a marker written in a text could still become a special ID.
+    from .tokenizer.bpe import DOCUMENT_WRAP, SPECIALS_IN_TEXT
 
-    return [cfg.identity("shards"), {"document": DOCUMENT_WRAP}]
+    return [cfg.identity("shards"), {"document": DOCUMENT_WRAP, "specials_in_text": SPECIALS_IN_TEXT}]
 
 
 def _train_identity(cfg: Config, cache: DigestCache) -> list:
@@ -188,8 +195,8 @@ class Stage:
 
 
 STAGES = (
-    Stage("data", "data", (), ("data",), ("data", "prepare"), "read, clean, dedup and split the sources",
-          stage_data, _data_identity, _check_data_config),
+    Stage("data", "data", (), ("data", "decontaminate"), ("data", "prepare"),
+          "read, clean, dedup and split the sources", stage_data, _data_identity, _check_data_config),
     Stage("decontaminate", "decontaminate", ("data",), ("decontaminate",), ("data", "decontaminate"),
           "remove eval-set text ([[eval.sets]] and validation) from training", stage_decontaminate,
           _decontaminate_identity, lineage=("eval_sets.json",)),
@@ -197,7 +204,7 @@ STAGES = (
           "train the BPE tokenizer", stage_tokenizer, _tokenizer_identity),
     Stage("shards", "tokenizer", ("decontaminate", "tokenizer"), ("shards",), ("tokenizer", "encode"),
           "tokenize the corpus into shards", stage_shards, _shards_identity),
-    Stage("plan", "plan", ("shards", "tokenizer"), ("model", "train"), ("plan",),
+    Stage("plan", "plan", ("shards", "tokenizer"), ("model", "train", "plan"), ("plan",),
           "measure compute, memory and time on this hardware; verdicts before training", stage_plan,
           artifact=False),
     Stage("train", "train", ("shards", "tokenizer"), ("model", "train"), ("train",), "pretrain the model",
@@ -247,17 +254,20 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
     return art
 
 
-def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from: Path | None = None) -> dict:
+def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from: Path | None = None,
+            budget_hours: float | None = None, price_per_hour: float | None = None) -> dict:
     """Every stage in order, each skipped when up to date. force: continue past a plan in error, or a
-    contamination error (an eval set mostly copied in training)."""
+    contamination error (an eval set mostly copied in training). budget_hours / price_per_hour: see stage_plan."""
     art = plan_artifacts(cfg)
-    options = {"decontaminate": {"allow_contaminated": force}, "plan": {"force": force},
+    options = {"decontaminate": {"allow_contaminated": force},
+               "plan": {"force": force, "budget_hours": budget_hours, "price_per_hour": price_per_hour},
                "train": {"resume": resume, "resume_from": resume_from}}
     result = None
     for stage in STAGES:
         result = stage.run(cfg, art, **options.get(stage.name, {}))
-    log(f"report: {result['report']} (validation loss {result['val_loss']:.3f} vs unigram baseline "
-        f"{result['unigram_loss']:.3f} nats/token)")
+    from .eval.base_quality import judge_base  # the verdict `scratchlm sft` will apply to this base
+
+    log(f"report: {result['report']} ({judge_base(result)['message']})")
     for line in result.get("expected_in_demo", []):
         log(f"expected in this demo: {line}")
     return result

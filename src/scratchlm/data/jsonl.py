@@ -49,18 +49,21 @@ class ShardWriter:
         self.close()
 
 
-def read_jsonl(path: Path) -> Iterator[dict]:
+def read_lines(path: Path) -> Iterator[str]:
+    """The raw text lines of a .jsonl or .jsonl.zst file, for readers that parse only some of them."""
     path = Path(path)
     if path.name.endswith(".zst"):
         with open(path, "rb") as raw:
-            stream = io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw), encoding="utf-8")
-            for line in stream:
-                yield json.loads(line)
+            yield from io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw), encoding="utf-8")
     else:
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    yield json.loads(line)
+            yield from f
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    for line in read_lines(path):
+        if line.strip():
+            yield json.loads(line)
 
 
 def write_jsonl(path: Path, docs) -> int:

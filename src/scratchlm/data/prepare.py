@@ -39,6 +39,7 @@ from ..ids import DigestCache, write_json
 from .dedup_step import DEDUP, FIND_DUPLICATES
 from .language_step import LANGUAGE
 from .line_steps import BOILERPLATE, FIND_REPEATED_LINES, LINE_COUNTS, REPEATED_LINES
+from .marker_scan import describe, scan_data_dir
 from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS, PARAGRAPHS
 from .prepare_manifest import build_manifest, log_summary
 from .prepare_outputs import merge_ledgers, write_outputs
@@ -75,9 +76,12 @@ def prepare_data(cfg: Config, out: Path, size: SizeEstimate) -> dict:
             step.run(run, corpus)
         train_files, val_summary = run.timed("write", write_outputs, run, out)
         ledger_counts = run.timed("ledger", merge_ledgers, run, out)
+        markers = run.timed("markers", scan_data_dir, out)  # reported, documents kept: markers.py says why
     finally:
         run.close()
     manifest = build_manifest(run, corpus, train_files, val_summary, ledger_counts, size)
+    manifest["template_markers"] = markers
+    manifest["warnings"] += [describe(markers)] if markers["found"] else []  # logged, and in the report
     write_json(out / "stats.json", manifest)
     log_summary(manifest)
     return manifest

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .clean.langid import UNDETERMINED, detect_language
-from .clean.promo import promo_score
+from .clean.promo import MARKETING_LEVEL, promo_score
 from .clean.quality import c4_filter_lines, quality_verdict
 from .profile_step import profile
 from .quality_config import QualitySettings
@@ -71,6 +71,8 @@ def promo_doc(doc: dict, ctx: StepContext) -> dict | None:
     score = promo_score(doc["text"], templates=s.templates).total
     ctx.note("promo", "promotional" if score >= s.threshold else "not promotional")
     ctx.note("promo_score_decile", f"{min(int(score * 10), 9) / 10:.1f}")
+    # counted kept or dropped: a source full of product pages under the drop threshold still skews the corpus
+    ctx.note("promo_marketing", "marketing" if score >= MARKETING_LEVEL else "not marketing")
     if score >= s.threshold:
         ctx.drop(doc["id"], "promotional", f"promo score {score:.2f} >= {s.threshold}", doc["text"],
                  round(score, 4))

@@ -1,21 +1,61 @@
-"""The last steps: validation drawn per domain from the clean, deduplicated corpus (val_split.py), then each
-unit's drawn documents diverted to validation; of a document too long to hold out whole, only its tail."""
+"""The last steps: validation drawn per domain from the clean, deduplicated corpus (val_split.py), without the
+documents whose near copies would stay in training (val_guard.py), then each unit's drawn documents diverted to
+validation; of a document too long to hold out whole, only its tail."""
 from __future__ import annotations
 
+from ..progress import log
 from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS
 from .short_docs import LengthFloor
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 from .step_context import StepContext
 from .units import Unit
+from .val_guard import near_copies
 from .val_split import HELD_OUT_PIECE, PIECE_SUFFIX, SPLIT_FROM, WHOLE, ValidationSettings, draw_validation, tail_cut
+
+GUARD_ROUNDS = 8  # draws that put back near-copied documents; each reads the corpus twice
 
 
 def draw(ctx: CorpusContext) -> dict:
-    """{"chosen": unit name -> {doc id: budget}, "plan": per domain}, from the paragraph step's survivors (its
-    decisions are in the units' keys, so they are in this step's too)."""
+    """{"chosen": unit name -> {doc id: budget}, "plan": per domain, "near_copied": doc id -> its copy}, from the
+    paragraph step's survivors (its decisions are in the units' keys, so they are in this step's too).
+
+    A drawn document whose near copy would stay in training, by the decontaminate guard's measure (val_guard.py),
+    is put back and the draw redone without it, until a draw has none (or GUARD_ROUNDS pass: the guard then
+    removes what is left, and says it is the split's doing). Nothing is moved or dropped: such a document simply
+    stays in training with its copies; each one is counted in the domain's plan and named in result.json."""
+    s: ValidationSettings = ctx.settings
     survivors = ctx.corpus.decision(FIND_DUPLICATE_PARAGRAPHS).result["survivors"]
-    chosen, plan = draw_validation(ctx.settings, survivors)
-    return {"chosen": chosen, "plan": plan}
+    domain_of = {doc_id: domain for domain, items in survivors.items() for doc_id, _, _ in items}
+    near_copied: dict[str, dict] = {}
+    excluded: set[str] = set()  # the put-back documents and their copies: a copy drawn next would be one too
+    for round_ in range(GUARD_ROUNDS):
+        chosen, plan = draw_validation(s, survivors, excluded)
+        if not s.guard_coverage or round_ == GUARD_ROUNDS - 1:  # the last draw stands, copies or not
+            break
+        found = near_copies(_held_texts(ctx, chosen), (doc for _, doc in ctx.docs()), s.guard_ngram,
+                            s.guard_min_words, s.guard_coverage)
+        if not found:
+            break
+        near_copied.update(found)
+        excluded |= found.keys() | {f["copy"] for f in found.values()}
+    for domain, p in plan.items():
+        p["near_copied"] = sum(1 for doc_id in near_copied if domain_of[doc_id] == domain)
+    if near_copied:
+        log(f"validation: {len(near_copied)} drawn document(s) put back in training, as near copies of them "
+            f"would stay there (each holds >= {s.guard_coverage:.0%} of its {s.guard_ngram}-grams)")
+    return {"chosen": chosen, "plan": plan, "near_copied": near_copied}
+
+
+def _held_texts(ctx: CorpusContext, chosen: dict[str, dict[str, int]]) -> dict[str, str]:
+    """doc id -> the text validation would hold of it: the whole text, or the tail split_validation cuts."""
+    held = {}
+    for unit, doc in ctx.docs():
+        budget = chosen.get(unit.name, {}).get(doc["id"])
+        if budget == WHOLE:
+            held[doc["id"]] = doc["text"]
+        elif budget is not None and (cut := tail_cut(doc["text"], budget, ctx.settings.min_chars)) is not None:
+            held[doc["id"]] = doc["text"][cut:]
+    return held
 
 
 def drawn(corpus: Corpus, unit: Unit) -> list[tuple[str, int]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 import xxhash
 
@@ -43,23 +43,37 @@ class ValidationSettings:
     val_min_chars: int
     val_max_share: float
     min_chars: int  # the shortest held-out tail
+    # The decontaminate guard's measure of a copy (val_guard.py): n-gram length, shortest item, share of a
+    # validation document's n-grams a training document holds; coverage 0 when the guard is off.
+    guard_ngram: int
+    guard_min_words: int
+    guard_coverage: float
 
     @classmethod
     def of(cls, corpus: Corpus) -> ValidationSettings:
-        d = corpus.data
+        d, g = corpus.data, corpus.cfg.decontaminate
         return cls(tuple(sorted({s.domain for s in d.sources})), d.seed, d.val_fraction, d.val_max_docs,
-                   d.val_min_docs, d.val_min_chars, d.val_max_share, d.min_chars)
+                   d.val_min_docs, d.val_min_chars, d.val_max_share, d.min_chars, *guard_settings(g))
 
 
-def draw_validation(d: ValidationSettings, survivors: dict[str, list]) -> tuple[dict[str, dict[str, int]], dict]:
+def guard_settings(g) -> tuple[int, int, float]:
+    """(ngram, min_words, coverage; 0 = off) of the [decontaminate] guard that the draw applies: what the data
+    stage reads of that section, so the data artifact's ID hashes exactly this (stages._data_identity)."""
+    return g.ngram, g.min_words, g.validation_min_coverage if g.guard_validation else 0.0
+
+
+def draw_validation(d: ValidationSettings, survivors: dict[str, list],
+                    excluded: Collection[str] = ()) -> tuple[dict[str, dict[str, int]], dict]:
     """(unit name -> {doc id: WHOLE or the most characters of its tail to hold out}, plan per domain).
-    `survivors` is domain -> [(doc id, chars, unit name)] of the documents that reach the split."""
+    `survivors` is domain -> [(doc id, chars, unit name)] of the documents that reach the split; those in
+    `excluded` are never drawn (near copies of each other, one of them staying in training: val_guard.py)."""
     chosen: dict[str, dict[str, int]] = defaultdict(dict)
     plan = {}
     for domain in d.domains:
         items = sorted((_rank(doc_id, d.seed), doc_id, chars, unit)
                        for doc_id, chars, unit in survivors.get(domain, []))
-        picked = _draw_domain(d, [(doc_id, chars, unit) for _, doc_id, chars, unit in items])
+        picked = _draw_domain(d, [(doc_id, chars, unit) for _, doc_id, chars, unit in items
+                                  if doc_id not in excluded])
         for doc_id, (unit, budget) in picked.items():
             chosen[unit][doc_id] = budget
         total = sum(chars for _, _, chars, _ in items)
@@ -140,4 +154,8 @@ def finish_plan(plan: dict, written: dict, d: ValidationSettings) -> dict:
             p["note"] = "; ".join(x for x in (p["note"], (
                 f"{w['pieces']} held-out piece(s) are the tails of documents too long to hold out whole, whose "
                 f"beginnings stay in training")) if x)
+        if p.get("near_copied"):  # absent from a plan drawn before the guard's measure was (cache)
+            p["note"] = "; ".join(x for x in (p["note"], (
+                f"{p['near_copied']} drawn document(s) put back in training: a near copy of each stays there "
+                f"(>= {d.guard_coverage:.0%} of its {d.guard_ngram}-grams), so its loss would measure recall")) if x)
     return plan

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from ..data.dedup.ngram_index import DEFAULT_MIN_WORDS, DEFAULT_NGRAM, ContaminationIndex
 from ..errors import UserError
 from .corpus_scan import scan_corpus
 from .files import eval_set_name, expand_paths, iter_train_documents, load_eval_set
-from .index import DEFAULT_MIN_WORDS, DEFAULT_NGRAM, ContaminationIndex
 from .report import ContaminationReport
 
 

@@ -12,11 +12,11 @@ from concurrent.futures import Future
 from contextlib import closing
 from typing import Callable, Iterable, Iterator, Mapping
 
+from ..data.dedup.ngram_index import ContaminationIndex
+from ..data.dedup.ngram_scan import Match, item_coverage, scan_texts
 from ..pool import spawn_pool
 from .cut import Decontaminated, check_mode, remove_matches
-from .index import ContaminationIndex
 from .report import ContaminationReport
-from .scan import Match, scan_texts
 
 
 def scan_corpus(
@@ -66,11 +66,8 @@ def scan_corpus(
 
 def _drop_partial(index: ContaminationIndex, matches: list[Match], thresholds: Mapping[str, float],
                   report: ContaminationReport) -> list[Match]:
-    """Keep the matches that cover enough of their item; count the others. Coverage is summed over all spans of
-    one item in the document, so a copy interrupted by a changed word still counts whole."""
-    covered: dict[tuple[str, str], float] = {}
-    for m in matches:
-        covered[m.eval_set, m.item_id] = covered.get((m.eval_set, m.item_id), 0.0) + index.coverage(m)
+    """Keep the matches that cover enough of their item (item_coverage); count the others."""
+    covered = item_coverage(index, matches)
     kept = []
     for m in matches:
         if covered[m.eval_set, m.item_id] >= thresholds.get(m.eval_set, 0.0):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..data.dedup.ngram_scan import Match
 from ..errors import UserError
-from .scan import Match
 
 MODES = ("document", "span")
 

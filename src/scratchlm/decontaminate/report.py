@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..data.dedup.ngram_index import ContaminationIndex
+from ..data.dedup.ngram_scan import Match
 from .cut import Decontaminated, span_cuts
-from .index import ContaminationIndex
-from .scan import Match
+
+VALIDATION_PREFIX = "validation/"  # eval set names of the data stage's validation split: validation/<domain>
 
 
 @dataclass
@@ -23,6 +25,11 @@ class EvalSetReport:
     partial_overlaps: int = 0  # (document, item) overlaps below min_coverage: reported, not removed
     error_train_share: float = 0.2  # removing more than this share of the training text is an error
     train_chars: int = 0  # characters of training text scanned, set when the scan completes
+
+    @property
+    def builtin(self) -> bool:
+        """The data stage's validation split, not a set the user configured (their names have no `/`)."""
+        return self.name.startswith(VALIDATION_PREFIX)
 
     @property
     def train_share(self) -> float:
@@ -46,6 +53,14 @@ class EvalSetReport:
     @property
     def message(self) -> str:
         share = f"{len(self.contaminated_items)}/{self.checked} checked items ({self.contaminated_fraction:.0%})"
+        if self.verdict == "error" and self.train_share > self.error_train_share and self.builtin:
+            return (f"ERROR: '{self.name}' is scratchlm's own validation split, drawn by the data stage from your "
+                    f"sources, and near copies of it stay in training: {share} are each held by a training "
+                    f"document ({len(self.docs_touched)} documents, {self.train_share:.0%} of the training text, "
+                    f"would be removed). The draw puts back every document with such a copy and draws again, "
+                    f"but the corpus is mostly near copies of itself, so it ran out of draws. Deduplicate harder "
+                    f"(lower data.fuzzy_threshold or data.containment_threshold), or set "
+                    f"decontaminate.guard_validation = false to accept a validation loss on recalled text.")
         if self.verdict == "error" and self.train_share > self.error_train_share:
             return (f"ERROR: eval set '{self.name}' overlaps a large part of the training data: {share} appear in "
                     f"{len(self.docs_touched)} training documents, {self.train_share:.0%} of the training text. "

@@ -3,9 +3,11 @@
 It sits between `data` and `tokenizer`. The eval sets are fixed before it runs: the validation split drawn by the
 data stage (data/<id>/val/<domain>.jsonl) and the user's `[[eval.sets]]`. Each gets a content ID that depends on
 its items alone, so changing the training sources never changes a user eval set's ID. Every set is fingerprinted
-(word n-grams, index.py), the training split is scanned on every core, and a training document that holds an
-eval item is dropped (or, in span mode, has the match and a window around it cut out). Every removal goes into
-this stage's rejection ledger with the rule `contamination:<eval set>`.
+(word n-grams, data/dedup/ngram_index.py), the training split is scanned on every core, and a training document
+that holds an eval item is dropped (or, in span mode, has the match and a window around it cut out). Every
+removal goes into this stage's rejection ledger with the rule `contamination:<eval set>`. The validation split
+rarely loses anything here: the data stage draws it without documents near-copied in training, by the same
+measure (data/val_guard.py).
 
 The output has the layout of a data artifact, so the stages after it read it unchanged: `train/` (untouched
 shards are hard links to the data stage's, rewritten ones hold what is left), `val/` (a byte-for-byte copy),
@@ -19,6 +21,8 @@ import shutil
 from pathlib import Path
 
 from ..config import Config
+from ..data.dedup.ngram_index import ContaminationIndex
+from ..data.dedup.ngram_scan import Match
 from ..data.jsonl import read_jsonl
 from ..data.ledger import Ledger
 from ..data.val_split import HELD_OUT_PIECE
@@ -27,11 +31,9 @@ from ..ids import DigestCache, content_id, files_id, read_json, write_json
 from ..progress import bar, log
 from .corpus_scan import scan_corpus
 from .files import load_eval_set
-from .index import ContaminationIndex
-from .scan import Match
+from .report import VALIDATION_PREFIX
 from .train_split import Removals, stats_after, train_docs, write_train
 
-VALIDATION_PREFIX = "validation/"  # eval set names of the validation split: validation/<domain>
 EVAL_SETS = "eval_sets.json"
 REPORT_MD, REPORT_JSON, INDEX = "contamination.md", "contamination.json", "contamination_index.npz"
 # The share of an eval set's items found in training is no error here: they are removed from training, which

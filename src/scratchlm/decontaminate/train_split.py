@@ -10,11 +10,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
+from ..data.dedup.ngram_scan import Match
 from ..data.jsonl import ShardWriter, read_jsonl
 from ..data.ledger import Ledger
 from ..disk import link_or_copy
 from .cut import Decontaminated, gaps
-from .scan import Match
 
 _FILE = "__train_file"  # which data-stage file a document came from, while it passes through the scan
 

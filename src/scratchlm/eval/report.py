@@ -5,6 +5,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..ids import read_json
+from ..model.repetition import CHAR_NGRAM
+from .diversity import diversity_verdicts
 from .store import EVAL_FILE, evals_dir
 
 
@@ -36,7 +38,10 @@ def checkpoint_section(directory: Path) -> list[str]:
         div = r["diversity"]
         md += ["", f"Diversity over {div['generations']} generations: distinct-1 {_fmt(div['distinct_1'])}, "
                    f"distinct-2 {_fmt(div['distinct_2'])}, distinct-3 {_fmt(div['distinct_3'])}, repeated 4-gram "
-                   f"rate {_fmt(div['repeated_4gram_rate'])}."]
+                   f"rate {_fmt(div['repeated_4gram_rate'])}, repeated character {CHAR_NGRAM}-gram rate "
+                   f"{_fmt(div.get('repeated_char_ngram_rate'))}, zlib compression ratio "
+                   f"{_fmt(div.get('compression_ratio'))}."]
+        md += [f"- **{v['level']}**: {v['name']}: {v['message']}" for v in diversity_verdicts(div)]
         if r.get("humaneval"):
             h = r["humaneval"]
             md += ["", f"HumanEval ({h['problems']} problems x {h['samples_per_problem']} samples, sandbox: "

@@ -13,7 +13,7 @@ from ..ids import write_json
 from ..model.complete import complete_text
 from ..pipeline import Artifact, require
 from ..progress import log
-from .diversity import diversity_metrics
+from .diversity import diversity_metrics, verdict_lines
 from .humaneval import run_humaneval
 from .report import write_checkpoint_report
 from .scoring import score_checkpoint
@@ -59,5 +59,7 @@ def evaluate_suite(cfg: Config, art: dict[str, Artifact], checkpoint: Path) -> d
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / EVAL_FILE, result)
     report = write_checkpoint_report(out)
+    for line in verdict_lines(result["diversity"]):
+        log(f"eval: {line}")
     log(f"eval: results in {out / EVAL_FILE}, report {report}")
     return result

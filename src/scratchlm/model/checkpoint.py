@@ -8,6 +8,8 @@ An int8 export (export/int8.py) is a directory of the same kind: its meta.json n
 """
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import torch
@@ -80,17 +82,29 @@ def previous_good(path: Path) -> Path | None:
     return None
 
 
-def verify_checkpoint(path: Path, config: Path | None = None) -> dict:
-    """check_checkpoint, with the way out in the error: the previous good checkpoint, and with `config` the
-    command that resumes training from it."""
+def verify_checkpoint(path: Path, config: Path | str | None = None) -> dict:
+    """check_checkpoint, with the way out in the error: the previous good checkpoint and a complete command that
+    uses it. config: training resumes (`scratchlm train -c CONFIG --resume-from`; "CONFIG" when the config has
+    no file); None: the command line of this process with the checkpoint swapped (eval, export, generate, sft)."""
     try:
         return check_checkpoint(path)
     except UserError as e:
         good = previous_good(path)
         if good is None:
             raise
-        how = f": `scratchlm train -c {config} --resume-from {good}`" if config else f" ({good})"
-        raise UserError(f"{e}; the previous checkpoint is {good.name}, which verifies{how}") from None
+        how = f"scratchlm train -c {config} --resume-from {good}" if config else _swapped_command(Path(path), good)
+        raise UserError(f"{e}; the previous checkpoint is {good.name}, which verifies: "
+                        + (f"`{how}`" if how else f"load {good} instead")) from None
+
+
+def _swapped_command(path: Path, good: Path) -> str | None:
+    """This process's `scratchlm ...` command line with `path` replaced by `good`; None when `path` is not on it
+    (a checkpoint found from the config, or a caller that is not the CLI)."""
+    args = sys.argv[1:]
+    hits = [i for i, a in enumerate(args) if a and Path(a).expanduser().resolve() == path.resolve()]
+    if not hits or Path(sys.argv[0]).name not in ("scratchlm", "__main__.py"):
+        return None
+    return shlex.join(["scratchlm", *(str(good) if i in hits else a for i, a in enumerate(args))])
 
 
 def read_tensors(file: Path) -> dict[str, torch.Tensor]:

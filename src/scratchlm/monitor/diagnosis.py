@@ -39,23 +39,70 @@ def _number(x: float | None) -> float | str | None:
     return x if x is None or np.isfinite(x) else str(x)
 
 
+def nonfinite_text(loss: float, grad_norm: float) -> str:
+    """Which of the two is not finite, the other rounded: the one wording of the halt line and the diagnosis."""
+    values = {"loss": loss, "grad norm": grad_norm}
+    bad = [name for name, v in values.items() if not np.isfinite(v)]
+    shown = ", ".join(f"{name} {v:.4g}" if np.isfinite(v) else f"{name} {v}" for name, v in values.items())
+    return f"the {' and the '.join(bad)} {'is' if len(bad) == 1 else 'are'} not finite ({shown})"
+
+
 def diagnose(step: int, loss: float, grad_norm: float, model, loader, grad_accum: int, last_metrics: dict | None,
              lr: float | None) -> dict:
     bad = nonfinite_gradients(model)
     groups = grouped_parameters(model)
     batch = batch_documents(loader, step, grad_accum)
-    what = "loss" if not np.isfinite(loss) else "gradient norm"
     return {
         "step": step,
-        "explanation": f"{what} became non-finite at step {step} (loss {loss}, grad norm {grad_norm}); "
-                       f"{len(bad)} parameters have non-finite gradients",
+        "explanation": f"at step {step} {nonfinite_text(loss, grad_norm)}; {len(bad)} parameters have non-finite "
+                       f"gradients",
         "loss": _number(loss), "grad_norm": _number(grad_norm), "lr": lr,
         "nonfinite_grads": bad,
         "grad_norm_groups": {g: _number(v) for g, v in grad_norms(groups).items()},
         "batch": batch,
         "batch_note": None if batch is not None else "the loader cannot replay its positions; batch unknown",
-        "last_metrics": last_metrics,
-        "next": "look at the batch's documents and the last metrics (a rising grad norm or lr points at the "
-                "learning rate, one bad batch at the data); fix the cause, then `scratchlm train --resume` "
-                "continues from the last checkpoint",
+        "last_metrics": last_metrics,  # "next" is added by the trainer, which knows its checkpoints (next_steps)
     }
+
+
+RISE = 2.0  # a logged grad norm this many times the lowest before it: training was diverging, not one bad batch
+
+
+def next_steps(diagnosis: dict, rows: list[dict], train, config: str, checkpoint: str | None) -> str:
+    """What to change, read from the evidence, and the command that restarts: the fixed config is a NEW run (its
+    train ID changes), so `--resume` would find nothing. rows: the run's logged training rows (loss, grad_norm,
+    lr); train: its [train] section; checkpoint: its newest checkpoint, None when it wrote none."""
+    step, lr = diagnosis["step"], diagnosis.get("lr")
+    at_lr = f" (learning rate {lr:.3g} at the halt)" if lr is not None else ""
+    norms = [(r["step"], r["grad_norm"]) for r in rows if r.get("grad_norm") is not None
+             and np.isfinite(r["grad_norm"])]
+    warmup = (f"; it came during the warmup (step {step} of {train.warmup_steps}), while the learning rate was "
+              f"still rising: a longer train.warmup_steps helps" if step < train.warmup_steps else "")
+    clip = "; gradient clipping is off (train.grad_clip = 0): set it to 1.0" if not train.grad_clip else ""
+    data = False
+    if not norms:
+        cause = (f"it failed before the first logged step{at_lr}: most often the learning rate is far too high for "
+                 f"this model: lower train.learning_rate (e.g. 10x){warmup}{clip}")
+    elif norms[-1][1] > RISE * min(v for _, v in norms):
+        low = min(norms, key=lambda sv: sv[1])
+        cause = (f"the gradient norm rose from {low[1]:.4g} (step {low[0]}) to {norms[-1][1]:.4g} (step "
+                 f"{norms[-1][0]}) before the halt{at_lr}: the learning rate is too high: lower "
+                 f"train.learning_rate (e.g. 3x){warmup}{clip}")
+    else:
+        data = True
+        cause = (f"the logged steps were steady (gradient norm {norms[-1][1]:.4g} at step {norms[-1][0]}) and step "
+                 f"{step} alone failed: look at that step's documents (`batch` in this file); a broken or degenerate "
+                 f"document is the usual cause{clip}")
+    start = f"`scratchlm train -c {config} --resume-from {checkpoint}`"
+    if checkpoint is None:
+        restart = (f"start over with `scratchlm train -c {config}`: this run stopped before its first "
+                   f"checkpoint, so there is nothing to continue")
+    elif data:
+        restart = (f"remove that document from its source and rerun `scratchlm run -c {config}` (new data means a "
+                   f"new tokenizer: training starts over); or keep the data, change train.seed so that other batches "
+                   f"are drawn, and continue from this run's last checkpoint with {start}")
+    else:
+        restart = (f"the fixed config is a new run (a new train ID: `--resume` finds nothing); {start} starts it "
+                   f"from this run's last checkpoint (its weights, optimizer state and step), or "
+                   f"`scratchlm train -c {config}` starts over")
+    return f"{cause}. Then: {restart}"

@@ -9,11 +9,14 @@ from __future__ import annotations
 import torch
 
 
+GAINS_ONLY = "final_norm"  # the group of the final norm's gains: 1-D, no weight decay, no matrix to inflate
+
+
 def layer_group(name: str) -> str:
     parts = name.split(".")
     if parts[0] == "blocks":
         return f"block{parts[1]}"
-    return {"tok_emb": "embedding", "norm_f": "final_norm"}.get(parts[0], parts[0])
+    return {"tok_emb": "embedding", "norm_f": GAINS_ONLY}.get(parts[0], parts[0])
 
 
 def grouped_parameters(model: torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:

@@ -28,7 +28,8 @@ def check_command(cfg: Config, plan_artifacts: Callable[[Config], dict[str, Arti
                   args: argparse.Namespace) -> int:
     """plan_artifacts: the stage registry's, for this config and the resume check's copy of it."""
     art = plan_artifacts(cfg)
-    plan = make_plan(cfg, art, budget_hours=args.budget_hours, probe_seconds=args.probe_seconds)
+    plan = make_plan(cfg, art, budget_hours=args.budget_hours, price_per_hour=args.price_per_hour,
+                     probe_seconds=args.probe_seconds)
     resume = None if args.skip_resume else verify_resume(cfg, art, plan_artifacts)
     items = run_checklist(cfg, art, plan, resume)
     if args.json:

@@ -15,6 +15,7 @@ from ..presets import describe_preset
 from ..progress import log
 from ..train.batch import EffectiveBatch, effective_batch, ranks_launched
 from .arithmetic import DEFAULT_TOKENS_PER_PARAM, count_params, flops_per_token, model_arithmetic, tokens_needed
+from .budget import plan_path, resolve_budget
 from .corpus import corpus_tokens, document_lengths
 from .extrapolate import extrapolate
 from .hardware import GiB, measure_matmul_peak, resolve_target
@@ -78,10 +79,8 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
     from .probe import run_probe
 
     where = str(cfg.path) if cfg.path else "config"
-    if budget_hours is not None and budget_hours <= 0:
-        raise UserError(f"--budget-hours must be > 0, got {budget_hours:g}")
-    if price_per_hour is not None and price_per_hour < 0:
-        raise UserError(f"--price-per-hour must be >= 0, got {price_per_hour:g}")
+    budget = resolve_budget(cfg, art["train"].id, budget_hours, price_per_hour)  # flag, [plan], or the saved plan
+    budget_hours, price_per_hour = budget.hours, budget.price_per_hour
     if tokens_per_param <= 0:
         raise UserError(f"--tokens-per-param must be > 0, got {tokens_per_param:g}")
     vocab, vocab_from = vocab_size(cfg, art)
@@ -153,12 +152,13 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
     plan = {"config": str(cfg.path) if cfg.path else None, "train_id": art["train"].id,
             "model": describe_preset(m) or "no preset: the shape of the [model] keys", "target": vars(target),
             "precision": precision, "vocab_from": vocab_from, "batch": asdict(batch),
-            "budget_hours": budget_hours, "arithmetic": arith, "memory": memory, "probe": probe,
+            "budget_hours": budget_hours, "budget_from": budget.source, "price_per_hour": price_per_hour,
+            "arithmetic": arith, "memory": memory, "probe": probe,
             "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
             "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,
             "level": worst(v.level for v in verdicts)}
     if save:
-        path = cfg.workdir / "plan" / f"{art['train'].id}.json"
+        path = plan_path(cfg.workdir, art["train"].id)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, plan)
         plan["path"] = str(path)

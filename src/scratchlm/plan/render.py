@@ -32,8 +32,8 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
                    f"{plan['precision']}"),
         ("parameters", f"{a['params']:,} ({a['params_non_embedding']:,} without embeddings; vocab "
                        f"{a['vocab_size']:,} from {plan['vocab_from']})"),
-        ("FLOPs per token", f"{_f(a['flops_per_token'])}FLOP = 6N {_f(a['flops_per_token_dense'])}+ attention "
-                            f"{_f(a['flops_per_token_attention'])}"),
+        ("FLOPs per token", f"{_f(a['flops_per_token'])}FLOP = 6N {_f(a['flops_per_token_dense'])}FLOP + "
+                            f"attention {_f(a['flops_per_token_attention'])}FLOP"),
         ("tokens needed", f"{a['tokens_needed']:,} at {a['tokens_per_param']:g} tokens/param "
                           f"(20-100: {a['tokens_needed_range'][0]:,} - {a['tokens_needed_range'][1]:,})"),
         ("planned training", f"{a['planned_tokens']:,} tokens = {a['planned_tokens_per_param']:.1f}/param, "
@@ -77,6 +77,8 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
                              f"{duration(tp['restart_seconds'])} ({tp['restart_lost_steps']} steps lost)"))
         if "cost" in tp:
             rows.append(("cost", f"{tp['cost']:,.2f} at {tp['price_per_hour']:g}/hour"))
+    if plan.get("budget_hours") is not None:  # plans saved before the row existed lack budget_from
+        rows.append(("budget", f"{plan['budget_hours']:g} h (from {plan.get('budget_from') or '--budget-hours'})"))
     return rows
 
 

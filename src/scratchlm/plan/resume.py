@@ -1,11 +1,12 @@
-"""Resume verified on this exact config: train a few steps, checkpoint, resume in a fresh process, compare.
+"""Resume verified on this exact config: train its first steps, checkpoint, resume in a fresh process, compare.
 
-Only the CLI contract is used (`scratchlm train -c FILE [--resume]`, metrics.jsonl rows with step and loss, the
-documented checkpoints/step_*/ layout), so the check holds whatever the trainer looks like inside. The copy of
-the config changes only what cannot change the losses of the steps compared: step count, intervals, and how
-much the end-of-run evaluation does. It is written next to the original (source paths and the run directory
-stay relative to it, so the data, tokenizer and shards keep their IDs and are reused) and removed afterwards,
-with its own training directory.
+Only the CLI contract is used (`scratchlm train -c FILE [--resume] --stop-at STEP`, metrics.jsonl rows with step
+and loss, the documented checkpoints/step_*/ layout), so the check holds whatever the trainer looks like inside.
+The copy of the config changes only what cannot change the losses of the steps compared: the checkpoint, log
+and evaluation intervals and how much an evaluation does. train.max_steps stays, so the learning-rate schedule
+(warmup, decay) is the config's own; `--stop-at` ends each process early without shortening it. The copy is
+written next to the original (source paths and the run directory stay relative to it, so the data, tokenizer
+and shards keep their IDs and are reused) and removed afterwards, with its own training directory.
 """
 from __future__ import annotations
 
@@ -49,10 +50,11 @@ def _losses(metrics: Path) -> dict[int, float]:
     return {r["step"]: r["loss"] for r in rows if "loss" in r}
 
 
-def _train(config: Path, resume: bool, timeout: float) -> subprocess.CompletedProcess:
+def _train(config: Path, resume: bool, stop_at: int | None, timeout: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "scratchlm", "train", "-c", str(config)] + (["--resume"] if resume else [])
+    cmd = [sys.executable, "-m", "scratchlm", "train", "-c", str(config)] + (["--resume"] if resume else []) + (
+        ["--stop-at", str(stop_at)] if stop_at is not None else [])
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
@@ -64,9 +66,15 @@ def verify_resume(cfg: Config, art: dict[str, Artifact], plan_artifacts: Callabl
     if not art["shards"].done:
         return Verdict(name, NOT_AVAILABLE, "needs the token shards: run `scratchlm tokenizer encode -c CONFIG` "
                        "first", {})
+    if cfg.train.max_steps <= CHECKPOINT_AT:
+        return Verdict(name, NOT_AVAILABLE, f"train.max_steps ({cfg.train.max_steps}) leaves no step after a "
+                       f"checkpoint at step {CHECKPOINT_AT} to compare", {})
+    steps = min(STEPS, cfg.train.max_steps)
+    stop_at = steps if steps < cfg.train.max_steps else None  # a run of max_steps ends there by itself
     raw = tomllib.loads(cfg.path.read_text(encoding="utf-8"))
     train = raw.setdefault("train", {})
-    train.update(max_steps=STEPS, checkpoint_every=CHECKPOINT_AT, eval_every=STEPS, log_every=1, keep_last=STEPS)
+    # Not max_steps: the schedule of the steps compared is the config's. No evaluation before the last step.
+    train.update(checkpoint_every=CHECKPOINT_AT, eval_every=cfg.train.max_steps, log_every=1, keep_last=STEPS)
     raw.setdefault("eval", {}).update(max_batches=1, max_new_tokens=1)
     config = cfg.path.parent / f".scratchlm-resume-check-{os.getpid()}.toml"
     _write_toml(raw, config)
@@ -77,7 +85,7 @@ def verify_resume(cfg: Config, art: dict[str, Artifact], plan_artifacts: Callabl
     lineage = cfg.workdir / "lineage.json"
     lineage_before = lineage.read_bytes() if lineage.exists() else None  # the check's runs rewrite it
     try:
-        first = _train(config, False, timeout)
+        first = _train(config, False, stop_at, timeout)
         if first.returncode != 0:
             return Verdict(name, "error", "training the config for a few steps failed: "
                            + (first.stderr.strip().splitlines() or ["?"])[-1], {})
@@ -87,7 +95,7 @@ def verify_resume(cfg: Config, art: dict[str, Artifact], plan_artifacts: Callabl
         for ckpt in sorted((train_dir / "checkpoints").glob("step_*")):
             if int(ckpt.name.split("_")[1]) > CHECKPOINT_AT:
                 shutil.rmtree(ckpt)
-        second = _train(config, True, timeout)
+        second = _train(config, True, stop_at, timeout)
         if second.returncode != 0:
             return Verdict(name, "error", "resuming in a fresh process failed: "
                            + (second.stderr.strip().splitlines() or ["?"])[-1], {})
@@ -97,15 +105,16 @@ def verify_resume(cfg: Config, art: dict[str, Artifact], plan_artifacts: Callabl
         config.unlink(missing_ok=True)
         if lineage_before is not None:
             lineage.write_bytes(lineage_before)
-    steps = [s for s in range(CHECKPOINT_AT + 1, STEPS + 1)]
-    pairs = {s: (uninterrupted.get(s), resumed.get(s)) for s in steps}
-    ev = {"steps": STEPS, "resumed_from": CHECKPOINT_AT, "uninterrupted": {s: a for s, (a, _) in pairs.items()},
-          "resumed": {s: b for s, (_, b) in pairs.items()}}
+    compared = [s for s in range(CHECKPOINT_AT + 1, steps + 1)]
+    pairs = {s: (uninterrupted.get(s), resumed.get(s)) for s in compared}
+    ev = {"steps": steps, "max_steps": cfg.train.max_steps, "resumed_from": CHECKPOINT_AT,
+          "uninterrupted": {s: a for s, (a, _) in pairs.items()}, "resumed": {s: b for s, (_, b) in pairs.items()}}
     if any(a is None or b is None for a, b in pairs.values()):
-        return Verdict(name, "error", f"the resumed run did not log steps {steps}", ev)
+        return Verdict(name, "error", f"the resumed run did not log steps {compared}", ev)
     diff = max(abs(a - b) / max(abs(a), 1e-12) for a, b in pairs.values())
     ev["max_relative_difference"] = diff
-    text = (f"trained {STEPS} steps, checkpointed at {CHECKPOINT_AT}, resumed in a fresh process: losses at steps "
+    text = (f"trained the first {steps} of {cfg.train.max_steps} steps (the config's schedule), checkpointed at "
+            f"{CHECKPOINT_AT}, resumed in a fresh process: losses at steps "
             + ", ".join(f"{s}: {a:.6f} vs {b:.6f}" for s, (a, b) in pairs.items()))
     if diff == 0:
         return Verdict(name, "ok", text + " (bit-identical)", ev)

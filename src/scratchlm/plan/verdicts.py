@@ -79,8 +79,8 @@ def time_verdict(total_seconds: float | None, budget_hours: float | None, measur
         return Verdict("time", "warning", f"not measured (the probe needs the target device); at 100% of the "
                        f"datasheet peak it would need {bound / 3600:.2f} h of compute", ev)
     if budget_hours is None:
-        return Verdict("time", "ok", f"{total_seconds / 3600:.2f} h including one restart; no --budget-hours "
-                       f"given, so not checked against a budget", ev)
+        return Verdict("time", "ok", f"{total_seconds / 3600:.2f} h including one restart; no budget given "
+                       f"([plan] budget_hours or --budget-hours), so not checked against one", ev)
     if total_seconds > budget_hours * 3600:
         return Verdict("time", "error", f"{total_seconds / 3600:.2f} h including one restart > budget "
                        f"{budget_hours:g} h", ev)

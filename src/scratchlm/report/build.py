@@ -66,7 +66,9 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md += data_section(data, shards, train_summary.get("n_params"), _table, data_dir=dirs["data"])
     tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table)
     md += ["", *tokenizer_md]
-    plan_file = workdir / "plan" / f"{ids.get('train')}.json"
+    from ..plan.budget import plan_path
+
+    plan_file = plan_path(workdir, ids.get("train"))
     plan = read_json(plan_file) if plan_file.exists() else None
     if plan:
         from ..plan.render import plan_markdown
@@ -94,8 +96,9 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md.append(_table(["domain", "val loss", "unigram baseline", "bits/byte", "top-1", "top-10", "tokens"],
                      [[d, r["loss"], r["unigram_loss"], r["bpb"], r["top1"], r["top10"], r["tokens"]]
                       for d, r in evaluation["domains"].items()]))
-    md += ["", f"Mean validation loss {evaluation['val_loss']:.4f} nats/token against the unigram baseline "
-               f"{evaluation['unigram_loss']:.4f}.", ""]
+    from ..eval.base_quality import judge_base  # the verdict `scratchlm sft` applies to this base
+
+    md += ["", f"Base quality (mean over domains): {judge_base(evaluation)['message']}.", ""]
     from ..eval.report import run_report_section  # `scratchlm eval --checkpoint` results and human ratings
 
     md += run_report_section(Path(evaluation["checkpoint"]))

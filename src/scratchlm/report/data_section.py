@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..data.token_estimate import size_verdict
+from .markers_section import markers_lines
 
 TOP_RULES = 3
 
@@ -201,6 +202,9 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table,
         promo = s["promo"]
         share = (f"source `{name}` is {promo['share']:.1%} promotional ({promo['promotional']} of {promo['scored']} "
                  f"documents score ≥ {promo['threshold']})") if promo["share"] is not None else "promo step not run"
+        if promo.get("marketing_share") is not None:
+            share += (f"; {promo['marketing_share']:.1%} read as marketing, kept or not ({promo['marketing']} "
+                      f"score ≥ {promo['marketing_level']})")
         md += ["", f"{kept_share:.1%} of the characters reach training. Languages (documents, before the filter): "
                    f"{langs}. Promotional: {share}.", ""]
     md += ["### Per domain", ""]
@@ -223,6 +227,7 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table,
               f"from {p.get('docs', 0):,} documents.")
     if dedup.get("skipped"):
         md.append(f"- skipped by config: {', '.join(dedup['skipped'])}.")
+    md += markers_lines(data, shards, table)
     if data_dir is not None:
         md += [""] + audit_section(data, Path(data_dir), table)
     md += ["", "Every dropped document, line and paragraph is in the ledger (`rejected-*.jsonl.zst`): "

@@ -1,7 +1,7 @@
 """`scratchlm sft -c F --data pairs.jsonl`: supervised fine-tuning of an evaluated base checkpoint.
 
-Refuses an unevaluated base (unless --force): fine-tuning does not fix a weak base, and without the base's
-numbers nobody can tell what fine-tuning changed. Runs the template-leak check first and records its verdict.
+Refuses an unevaluated base, or one barely better than the unigram baseline (unless --force; base_check.py).
+Runs the template-leak check first and records its verdict.
 Output: `<workdir>/sft/<id>/checkpoints/step_*` (loadable like any checkpoint), metrics.jsonl, summary.json.
 """
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 import torch
 
 from ..config import Config
-from ..errors import UserError
 from ..eval.store import check_same_tokenizer, checkpoint_id, find_evaluation
 from ..ids import content_id, file_digest, write_json
 from ..model.checkpoint import load_model
@@ -23,6 +22,7 @@ from ..progress import bar, log
 from ..tokenizer.bpe import PAD
 from ..train.checkpoint import save_checkpoint
 from ..train.schedule import lr_factor
+from .base_check import check_base
 from .data import encode_conversations, pack_rows, read_conversations
 from .leak import describe, scan_for_markers
 
@@ -40,9 +40,7 @@ def run_sft(cfg: Config, art: dict[str, Artifact], data_path: Path, checkpoint: 
     if art["tokenizer"].done:
         check_same_tokenizer(checkpoint, art["tokenizer"].dir / "tokenizer.json")
     evaluation = find_evaluation(checkpoint, art["eval"].dir / "eval.json")
-    if evaluation is None and not force:
-        raise UserError(f"base checkpoint {checkpoint} has no evaluation: run `scratchlm eval -c CONFIG "
-                        f"--checkpoint {checkpoint}` first (or pass --force)")
+    base_quality = check_base(checkpoint, evaluation, force)
     leak = scan_for_markers(require(art, "data").dir)
     log(describe(leak))
 
@@ -96,7 +94,8 @@ def run_sft(cfg: Config, art: dict[str, Artifact], data_path: Path, checkpoint: 
                "learning_rate": lr, "conversations": len(conversations), "rows": len(ids),
                "dropped_too_long": dropped, "trained_tokens": int(mask.sum()),
                "first_loss": losses[0], "last_loss": sum(losses[-5:]) / len(losses[-5:]), "leak_check": leak,
-               "base_evaluated": evaluation is not None, "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+               "base_evaluated": evaluation is not None, "base_quality": base_quality,
+               "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
     write_json(out / "summary.json", summary)
     log(f"sft: loss {summary['first_loss']:.3f} -> {summary['last_loss']:.3f}; checkpoint {final}")
     return summary

@@ -13,13 +13,10 @@ from typing import Iterable, Iterator
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from ..data.markers import BOS, CHAT_TOKENS, END, EOS, PAD, SPECIAL_TOKENS  # one list: data's
 from ..errors import UserError
 from ..ids import content_id, write_json
 
-BOS, EOS, PAD = "<|bos|>", "<|eos|>", "<|pad|>"
-END = "<|end|>"  # closes a chat turn
-CHAT_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>", END]
-SPECIAL_TOKENS = [BOS, EOS, PAD, *CHAT_TOKENS]
 # Every document in the shards is <|bos|> text <|eos|>, Llama-style: BOS opens it, so a prompt that starts with
 # BOS reads like the start of a document; EOS closes it, so the model learns to emit the token that
 # transformers' generation_config and llama.cpp stop on. Shards, token counts and estimates all use this pair.
@@ -56,6 +53,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2, len
     if counted.n == 0:
         raise UserError("the tokenizer training sample is empty: no training documents survived data preparation")
     return text_only(tok)
+
+
+SPECIALS_IN_TEXT = "characters"  # what text_only makes of a marker written in a text; in the shards' identity
 
 
 def text_only(tok: Tokenizer) -> Tokenizer:

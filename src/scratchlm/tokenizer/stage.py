@@ -3,7 +3,7 @@ the held-out split, then tokenize everything into shards on every core, each doc
 <|bos|> text <|eos|> (bpe.DOCUMENT_WRAP): validation shards too, so validation loss counts the end of a document."""
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -12,6 +12,8 @@ import numpy as np
 
 from ..config import Config
 from ..data.jsonl import read_jsonl
+from ..data.markers import count_markers
+from ..errors import UserError
 from ..ids import read_json, write_json
 from ..progress import bar, log
 from .bpe import (document_wrap_ids, load_tokenizer, save_tokenizer, special_ids, tokenizer_content_id,
@@ -69,6 +71,8 @@ def train_tokenizer(cfg: Config, data_dir: Path, out: Path) -> dict:
 def encode_stream(encoder: ParallelEncoder, writer: SourceShardWriter, docs: Iterable[dict], domain_id: int,
                    label: str, counts: np.ndarray | None) -> dict:
     tally = {"docs": 0, "chars": 0, "bytes": 0}
+    # Markers written in the texts, which the encoder turns into their characters, never special IDs (bpe.text_only)
+    as_text: Counter = Counter()
     pending: deque[dict] = deque()  # documents sent to the encoder, not yet written: for provenance
 
     def texts() -> Iterator[str]:
@@ -78,6 +82,7 @@ def encode_stream(encoder: ParallelEncoder, writer: SourceShardWriter, docs: Ite
             tally["docs"] += 1
             tally["chars"] += len(text)
             tally["bytes"] += len(text.encode("utf-8"))
+            as_text.update(count_markers(text))
             yield text
 
     for tokens, lengths in encoder.encode(chunked(texts())):
@@ -85,7 +90,7 @@ def encode_stream(encoder: ParallelEncoder, writer: SourceShardWriter, docs: Ite
         if counts is not None and len(tokens):
             counts += np.bincount(tokens, minlength=len(counts))
     files = writer.close()
-    return {**tally, "tokens": writer.n_tokens, "files": files}
+    return {**tally, "tokens": writer.n_tokens, "files": files, "markers_as_text": dict(as_text)}
 
 
 def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path) -> dict:
@@ -115,12 +120,28 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
                 summary["val"][domain] = encode_stream(encoder, writer, read_jsonl(path), domain_ids[domain],
                                                         f"val/{domain}", None)
     summary["tokens_per_domain"] = _per_domain(summary)
+    summary["markers_as_text"] = dict(sum((Counter(v["markers_as_text"]) for split in ("train", "val")
+                                           for v in summary[split].values()), Counter()))
+    summary["special_ids_in_text"] = _specials_in_text(tok, counts, summary)
+    if summary["special_ids_in_text"]:  # a guardrail, not a statistic: such shards teach a false document end
+        import tokenizers
+
+        raise UserError(f"tokenize: {summary['special_ids_in_text']:,} special token IDs in the training shards "
+                        f"came from document text, not from the document wrap; this `tokenizers` "
+                        f"({tokenizers.__version__}) does not honour encode_special_tokens (bpe.text_only)")
     np.save(out / "unigram_counts.npy", counts)
     write_json(out / "shards.json", summary)
     total = sum(v["tokens"] for v in summary["train"].values())
     log(f"tokenize: {total:,} training tokens, "
         f"{sum(v['tokens'] for v in summary['val'].values()):,} validation tokens")
     return summary
+
+
+def _specials_in_text(tok, counts: np.ndarray, summary: dict) -> int:
+    """Special IDs in the training shards beyond each document's own BOS and EOS: 0 unless encoding broke."""
+    n_docs = sum(v["docs"] for v in summary["train"].values())
+    wrap = set(document_wrap_ids(tok))
+    return int(sum(counts[i] - (n_docs if i in wrap else 0) for i in set(special_ids(tok).values()) - {None}))
 
 
 def _per_domain(summary: dict) -> dict:

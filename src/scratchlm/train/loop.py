@@ -27,6 +27,7 @@ from ..model import GPT
 from ..model.checkpoint import check_checkpoint, list_checkpoints, load_model_weights, step_dirs, verify_checkpoint
 from ..model.device import autocast, pick_device, pick_precision, sync
 from ..monitor import Monitor, NullMonitor
+from ..monitor.diagnosis import next_steps, nonfinite_text
 from ..monitor.monitor import row_lines
 from ..presets import describe_preset
 from ..progress import bar, bars_on, duration, log
@@ -40,6 +41,7 @@ from .distributed import (World, any_rank, barrier, close_world, full_state, ini
                           mean_over_ranks, wrap_model)
 from .loader import MixtureLoader, Prefetcher
 from .schedule import lr_factor
+from .start_from import is_own_checkpoint, keep_hyperparameters, load_start, restore_hyperparameters
 
 
 class TrainingHalted(UserError):
@@ -54,6 +56,12 @@ class TrainingInterrupted(UserError):
         self.exit_code = 128 + signum
 
 
+class TrainingPaused(UserError):
+    """--stop-at: the run stopped where asked, after a checkpoint; `--resume` continues the same schedule."""
+    exit_code = 0
+    label = "train"  # the CLI's prefix for it: this is no error
+
+
 class StopOnSignal:
     """The first SIGINT/SIGTERM asks the loop to stop after the current step and a checkpoint (schedulers send
     SIGTERM some time before SIGKILL); the second gets the previous handler: Ctrl-C twice stops at once.
@@ -64,8 +72,9 @@ class StopOnSignal:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, repeat_after_s: float = 0.0):
+    def __init__(self, repeat_after_s: float = 0.0, at_step: int | None = None):
         self.signum: int | None = None
+        self.at_step = at_step  # --stop-at: also stop, the same way, after this step (the schedule stays max_steps)
         self.previous: dict = {}
         self.repeat_after_s, self.first_at = repeat_after_s, 0.0
 
@@ -110,14 +119,17 @@ def _set_lr(optimizer, factor: float) -> float:
 
 
 def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict,
-                prompts: list[str], resume: bool = False, resume_from: Path | None = None) -> dict:
-    """resume_from: a checkpoint directory of this run to resume from, instead of the newest that verifies."""
+                prompts: list[str], resume: bool = False, resume_from: Path | None = None,
+                stop_at: int | None = None) -> dict:
+    """resume_from: a checkpoint directory to resume from, instead of the newest that verifies: this run's, or
+    another run's with the same model (a new run starting from it, see start_from.py). stop_at: stop after this
+    step with a checkpoint, as on SIGTERM, without shortening the schedule (TrainingPaused)."""
     t = cfg.train
     if t.threads:
         torch.set_num_threads(t.threads)
     world, device = init_world(pick_device(t.device))
     try:
-        with StopOnSignal(repeat_after_s=1.0 if world.active else 0.0) as stop:
+        with StopOnSignal(repeat_after_s=1.0 if world.active else 0.0, at_step=stop_at) as stop:
             return _train(cfg, shards_dir, tokenizer_dir, out, ids, prompts, resume or resume_from is not None,
                           resume_from, world, device, stop)
     finally:
@@ -154,26 +166,46 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     step = 0
     state = None
     existing = list_checkpoints(ckpt_dir)
-    if resume:  # before wrapping the model: FSDP then shards the loaded weights
-        candidates = ([_own_checkpoint(Path(resume_from), ckpt_dir, ids.get("train"))] if resume_from
-                      else step_dirs(ckpt_dir)[::-1])
-        state = _load_resume_state(raw, candidates, ckpt_dir, world.main, resume_from is not None, cfg.path)
+    other_run = resume_from is not None and not is_own_checkpoint(Path(resume_from), ckpt_dir)
+    if resume and not other_run:  # before wrapping the model: FSDP then shards the loaded weights
+        candidates = [Path(resume_from)] if resume_from else step_dirs(ckpt_dir)[::-1]
+        state = _load_resume_state(raw, candidates, ckpt_dir, world.main, resume_from is not None,
+                                   cfg.path or "CONFIG")
         step = state["step"] if state else 0
-    elif existing and world.main:
+        if state is not None and state.get("started_from"):  # this run began from another's checkpoint
+            meta["started_from"] = state["started_from"]
+    elif other_run:
+        state, meta["started_from"] = load_start(raw, Path(resume_from), cfg, shards["vocab_size"],
+                                                 tokenizer_dir / "tokenizer.json", world.main)
+        step = state["step"]
+    if stop.at_step is not None and not step < stop.at_step < t.max_steps:
+        raise UserError(f"--stop-at {stop.at_step} must be after the step training starts from ({step}) and before "
+                        f"train.max_steps ({t.max_steps})")
+    if existing and world.main and (other_run or not resume):
         log(f"train: found checkpoints up to {existing[-1].name} from an unfinished run; starting over "
-            f"(pass --resume to continue it instead)")
+            + (f"from {resume_from} " if other_run else "") + "(pass --resume to continue it instead)")
         shutil.rmtree(ckpt_dir)
     barrier(world)
     model = wrap_model(raw, world, t.fsdp, device)
     optimizer = build_optimizer(raw, cfg, device)  # FSDP2 has already made raw's parameters DTensor shards
-    if state is not None:
+    if other_run:  # the other run's optimizer state only when it is the same optimizer; nothing else of it
+        if state["optimizer"] is not None:
+            kept = keep_hyperparameters(optimizer)
+            try:
+                load_optimizer_state(model, optimizer, state["optimizer"], t.fsdp)
+            except (ValueError, KeyError, RuntimeError) as e:  # torch's words for "these groups do not match"
+                raise UserError(f"--resume-from {resume_from}: its optimizer state does not fit this model's "
+                                f"({str(e).splitlines()[0]})") from None
+            restore_hyperparameters(optimizer, kept)
+    elif state is not None:
         load_optimizer_state(model, optimizer, state["optimizer"], t.fsdp)
         scaler.load_state_dict(state["scaler"])
         loader.load_state_dict(state["loader"])
         set_rng_state(state["rng"])
     if t.compile:
         model = torch.compile(model)
-    kept_rows = _discard_after(out, step) if world.main else []
+    # A new run started from another's checkpoint owns nothing yet: rows of an earlier attempt at this config go too.
+    kept_rows = _discard_after(out, 0 if other_run else step) if world.main else []
     if world.main and resume:
         rebuild_best(ckpt_dir, [(r["step"], r["val_loss"]) for r in kept_rows if "val_loss" in r])
     monitor = (Monitor(cfg, out, raw, device, precision, loader, start_step=step,
@@ -217,7 +249,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     # A kill during the evaluation that followed the checkpoint we resume from lost it; run it now, or that step
     # never gets its row, its samples or its chance at best.json. Rank 0 reads metrics.jsonl; all ranks evaluate.
     lost = world.main and step > 0 and not any(r["step"] == step and "eval" in r for r in kept_rows)
-    if state is not None and eval_due(step, t) and any_rank(lost, world, device):
+    if state is not None and not other_run and eval_due(step, t) and any_rank(lost, world, device):
         if world.main:
             log(f"train: step {step} has a checkpoint but no evaluation (the run stopped during it); evaluating now")
         evaluate(step)
@@ -248,7 +280,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         grad_norm = clip_gradients(model, t.grad_clip, t.fsdp)
         if not math.isfinite(loss_value) or not math.isfinite(grad_norm):
             _halt(out if world.main else None, step, loss_value, grad_norm,
-                  monitor.diagnose(step, loss_value, grad_norm, lr))
+                  monitor.diagnose(step, loss_value, grad_norm, lr), cfg)
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
@@ -270,13 +302,18 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         due_by_time = bool(t.checkpoint_minutes) and any_rank(
             time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
         stopping = any_rank(stop.signum is not None, world, device)  # every rank must join the save
-        if step % t.checkpoint_every == 0 or step == t.max_steps or due_by_time or stopping:
+        paused = step == stop.at_step  # the same on every rank
+        if step % t.checkpoint_every == 0 or step == t.max_steps or due_by_time or stopping or paused:
             saved = checkpoint(step)
             last_checkpoint = time.monotonic()
-        if stopping:  # the evaluation due here, if any, runs on resume
+        if stopping or paused:  # the evaluation due here, if any, runs on resume
             for closing in (batches, progress, monitor, metrics_file):
                 if closing is not None:
                     closing.close()
+            if not stopping:
+                raise TrainingPaused(f"training paused at step {step}/{t.max_steps} as asked (--stop-at); checkpoint "
+                                     f"{saved or ckpt_dir} saved: continue with `scratchlm train -c "
+                                     f"{cfg.path or 'CONFIG'} --resume`")
             name = signal.Signals(stop.signum).name if stop.signum else "a signal on another rank"
             raise TrainingInterrupted(f"training stopped by {name} at step {step}/{t.max_steps}; checkpoint "
                                       f"{saved or ckpt_dir} saved: continue with `scratchlm train -c "
@@ -291,7 +328,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     summary = {"steps": step, "tokens": step * tokens_per_step, "n_params": raw.num_params(),
                "n_params_non_embedding": raw.num_params(embeddings=False), "device": str(device),
                "precision": precision, "world_size": world.size, "epochs_per_source": loader.epochs(),
-               "monitor": monitor.close()["detectors"]}  # verdict per detector
+               "monitor": monitor.close()["detectors"],  # verdict per detector
+               **({"started_from": meta["started_from"]} if meta.get("started_from") else {})}
     if metrics_file is not None:
         metrics_file.close()
         best = best_checkpoint(ckpt_dir)
@@ -305,19 +343,8 @@ def eval_due(step: int, t) -> bool:
     return step % t.eval_every == 0 or step == t.max_steps
 
 
-def _own_checkpoint(path: Path, ckpt_dir: Path, train_id: str | None) -> Path:
-    """--resume-from names one of this run's checkpoints: another run's optimizer state, data position and
-    schedule belong to another config, so resuming one here would record it under the wrong artifact ID."""
-    if not path.is_dir():
-        raise UserError(f"--resume-from {path}: no such checkpoint directory")
-    if path.resolve().parent != ckpt_dir.resolve():
-        raise UserError(f"--resume-from {path} is not a checkpoint of this run (train id {train_id}, checkpoints in "
-                        f"{ckpt_dir}); resume another run with the config that trained it")
-    return path
-
-
 def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: Path, main: bool,
-                       explicit: bool, config: Path | None) -> dict | None:
+                       explicit: bool, config: Path | str) -> dict | None:
     """Weights into `raw` and the training state of the first candidate that loads, newest first; each one
     skipped is said, with why (an `explicit` one is not skipped: its error is the answer, with the command that
     resumes from the previous good checkpoint of `config`'s run). None when there is no checkpoint at all: the
@@ -340,7 +367,7 @@ def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: P
             say(f"train: skipped checkpoint {path.name}: {e}")
             continue
         say(f"train: resumed from {path} (step {state['step']})")
-        return state
+        return {**state, "started_from": read_json(path / "meta.json").get("started_from")}
     raise UserError(f"--resume: no checkpoint in {ckpt_dir} can be loaded (newest {problems[0]}); "
                     f"run without --resume to start over")
 
@@ -390,11 +417,16 @@ def _truncate_metrics(path: Path, step: int) -> list[dict]:
     return [row for _, row in keep]
 
 
-def _halt(out: Path | None, step: int, loss: float, grad_norm: float, diagnosis: dict) -> None:
+def _halt(out: Path | None, step: int, loss: float, grad_norm: float, diagnosis: dict, cfg: Config) -> None:
     """`out` is None on ranks other than 0: rank 0 writes the diagnosis, every rank stops."""
     if out is not None:
+        rows = [row for _, row in row_lines(out / "metrics.jsonl")[0] if "loss" in row]
+        saved = list_checkpoints(out / "checkpoints")
+        diagnosis["next"] = next_steps(diagnosis, rows, cfg.train, str(cfg.path or "CONFIG"),
+                                       str(saved[-1]) if saved else None)
         write_json(out / "diagnosis.json", diagnosis)  # made by monitor.diagnose
-    where = f"see {out / 'diagnosis.json'}" if out is not None else "rank 0 wrote diagnosis.json"
-    raise TrainingHalted(f"training stopped at step {step}: loss {loss}, grad norm {grad_norm} is not finite "
+    where = (f"{out / 'diagnosis.json'} says what to change and how to restart" if out is not None
+             else "rank 0 wrote diagnosis.json")
+    raise TrainingHalted(f"training stopped at step {step}: {nonfinite_text(loss, grad_norm)} "
                          f"({len(diagnosis.get('nonfinite_grads', []))} parameters with non-finite gradients); "
                          f"{where}")

@@ -23,7 +23,7 @@ N-gram hashes. Given one uint64 hash w_j per word, the hash of the words [s, e) 
     sum_{j < e-s} w_{s+j} * base^j  (mod 2^64)
 computed for any number of spans from one prefix sum, S[k] = sum_{j<k} w_j base^j, as (S[e] - S[s]) * base^-s:
 O(words) for the whole text whatever the n-gram size. The base is odd, so it is invertible mod 2^64. Each user
-picks its own base, word hash and final mix (minhash.py, decontaminate/fingerprint.py).
+picks its own base, word hash and final mix (minhash.py, fingerprint.py).
 """
 
 import re

@@ -1,14 +1,17 @@
 """Find the eval items of an index in training texts: every window of their words is fingerprinted with numpy
-and looked up, and the hits of one item are merged into spans of words and of characters."""
+and looked up, and the hits of one item are merged into spans of words and of characters.
+
+It lives with the dedup, below the decontaminate stage that scans the training split with it, because the data
+stage's validation draw measures near copies with it too (data/val_guard.py)."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
 
-from ..data.dedup.words import word_spans
+from .words import word_spans
 from .fingerprint import text_words, window_fingerprints, word_prefix_sums
-from .index import ContaminationIndex
+from .ngram_index import ContaminationIndex
 
 
 class Match(NamedTuple):
@@ -76,6 +79,16 @@ def scan_texts(index: ContaminationIndex, texts: list[str]) -> list[list[Match]]
                 char_end=spans[word_end - 1][1],
             ))
     return results
+
+
+def item_coverage(index: ContaminationIndex, matches: list[Match]) -> dict[tuple[str, str], float]:
+    """(eval set, item id) -> the share of the item's fingerprints one document holds, summed over all its spans
+    there, so a copy interrupted by a changed word still counts whole. The one measure of "a copy": the
+    decontaminate guard and the data stage's validation draw (data/val_guard.py) both decide by it."""
+    covered: dict[tuple[str, str], float] = {}
+    for m in matches:
+        covered[m.eval_set, m.item_id] = covered.get((m.eval_set, m.item_id), 0.0) + index.coverage(m)
+    return covered
 
 
 def _merge_hits(hits: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

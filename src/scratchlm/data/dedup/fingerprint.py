@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from ..data.dedup.words import ngram_polynomial, normalize_words
+from .words import ngram_polynomial, normalize_words
 
 HASH_SCHEME = "xxh3_64-words/poly-prefix-C=0x9E3779B97F4A7C15/splitmix64-length-salted/v1"
 _BASE = 0x9E3779B97F4A7C15  # C above

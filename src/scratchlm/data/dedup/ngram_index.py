@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 import xxhash
 
-from ..errors import UserError
+from ...errors import UserError
 from .fingerprint import HASH_SCHEME, text_words, window_fingerprints, word_prefix_sums
 
 if TYPE_CHECKING:
-    from .scan import Match
+    from .ngram_scan import Match
 
 INDEX_FORMAT = "scratchlm-contamination-index/1"
 DEFAULT_NGRAM = 13  # as in GPT-3
