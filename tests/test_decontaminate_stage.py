@@ -244,3 +244,6 @@ def test_near_copies_uses_the_guards_measure():
             {"id": "quote", "text": "a quote: " + " ".join(words[10:40])}]  # 18 of 88
     assert near_copies({"v": item}, docs, 13, 8, 0.5) == {"v": {"copy": "copy", "coverage": round(68 / 88, 4)}}
     assert near_copies({"v": item}, docs, 13, 8, 0.8) == {}
+    # over a pool of processes (the decontaminate stage's scan), in order: the same first copy
+    many = docs + [{"id": f"later{k}", "text": item.replace("word5 ", f"x{k} ")} for k in range(300)]
+    assert near_copies({"v": item}, many, 13, 8, 0.5, workers=2) == near_copies({"v": item}, many, 13, 8, 0.5)

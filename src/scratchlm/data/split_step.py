@@ -13,6 +13,9 @@ from .val_guard import near_copies
 from .val_split import HELD_OUT_PIECE, PIECE_SUFFIX, SPLIT_FROM, WHOLE, ValidationSettings, draw_validation, tail_cut
 
 GUARD_ROUNDS = 8  # draws that put back near-copied documents; each reads the corpus twice
+# The guard's scan runs at about 10 MB/s per process; spawning a pool costs a second or two, so a corpus smaller
+# than this is scanned in this process.
+GUARD_PARALLEL_CHARS = 32_000_000
 
 
 def draw(ctx: CorpusContext) -> dict:
@@ -26,6 +29,8 @@ def draw(ctx: CorpusContext) -> dict:
     s: ValidationSettings = ctx.settings
     survivors = ctx.corpus.decision(FIND_DUPLICATE_PARAGRAPHS).result["survivors"]
     domain_of = {doc_id: domain for domain, items in survivors.items() for doc_id, _, _ in items}
+    clean_chars = sum(chars for items in survivors.values() for _, chars, _ in items)
+    workers = ctx.runner.workers if clean_chars >= GUARD_PARALLEL_CHARS else 1
     near_copied: dict[str, dict] = {}
     excluded: set[str] = set()  # the put-back documents and their copies: a copy drawn next would be one too
     for round_ in range(GUARD_ROUNDS):
@@ -33,7 +38,7 @@ def draw(ctx: CorpusContext) -> dict:
         if not s.guard_coverage or round_ == GUARD_ROUNDS - 1:  # the last draw stands, copies or not
             break
         found = near_copies(_held_texts(ctx, chosen), (doc for _, doc in ctx.docs()), s.guard_ngram,
-                            s.guard_min_words, s.guard_coverage)
+                            s.guard_min_words, s.guard_coverage, workers)
         if not found:
             break
         near_copied.update(found)

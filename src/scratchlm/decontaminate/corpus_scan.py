@@ -1,20 +1,17 @@
-"""Scan a stream of training documents against the index, in order, over a pool of processes, into a report.
+"""Scan a stream of training documents against the index, in order, over a pool of processes (ngram_pool.py),
+into a report.
 
 The scan only finds what to remove: the caller learns it through on_removal and rewrites what it owns (the
-stage rewrites only the training files that lose text). At most 2*workers chunks of documents are in flight, so
-the corpus is streamed, never held in memory. Workers are spawned, not forked (pool.py): the parent may hold
-threads that a fork would copy mid-lock; each worker receives the index once, pickled, and dies with the parent.
+stage rewrites only the training files that lose text).
 """
 from __future__ import annotations
 
-from collections import deque
-from concurrent.futures import Future
 from contextlib import closing
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ..data.dedup.ngram_index import ContaminationIndex
-from ..data.dedup.ngram_scan import Match, item_coverage, scan_texts
-from ..pool import spawn_pool
+from ..data.dedup.ngram_pool import chunks, scanned_chunks
+from ..data.dedup.ngram_scan import Match, item_coverage
 from .cut import Decontaminated, check_mode, remove_matches
 from .report import ContaminationReport
 
@@ -48,7 +45,7 @@ def scan_corpus(
     check_mode(mode)
     report = ContaminationReport.for_index(index, mode, error_fraction, min_coverage, error_train_share)
     thresholds = {name: s.min_coverage for name, s in report.sets.items() if s.min_coverage > 0}
-    with closing(_scanned_chunks(index, _chunks(docs, chunk_docs, chunk_chars), workers)) as scanned:
+    with closing(scanned_chunks(index, chunks(docs, chunk_docs, chunk_chars), workers)) as scanned:
         for chunk, chunk_matches in scanned:
             for doc, matches in zip(chunk, chunk_matches):
                 if exempt is not None and matches:
@@ -76,51 +73,3 @@ def _drop_partial(index: ContaminationIndex, matches: list[Match], thresholds: M
         if share < thresholds.get(name, 0.0):
             report.sets[name].partial_overlaps += 1
     return kept
-
-
-def _chunks(docs: Iterable[dict], max_docs: int, max_chars: int) -> Iterator[list[dict]]:
-    chunk: list[dict] = []
-    chars = 0
-    for doc in docs:
-        chunk.append(doc)
-        chars += len(doc["text"])
-        if len(chunk) >= max_docs or chars >= max_chars:
-            yield chunk
-            chunk, chars = [], 0
-    if chunk:
-        yield chunk
-
-
-def _scanned_chunks(index: ContaminationIndex, chunks: Iterator[list[dict]],
-                    workers: int) -> Iterator[tuple[list[dict], list[list[Match]]]]:
-    """(chunk, its matches per document), in the order of the chunks."""
-    if workers <= 1:
-        for chunk in chunks:
-            yield chunk, scan_texts(index, [d["text"] for d in chunk])
-        return
-    pool = spawn_pool(workers, _receive_index, (index,))
-    try:
-        pending: deque[tuple[list[dict], Future]] = deque()
-        for chunk in chunks:
-            pending.append((chunk, pool.submit(_scan_chunk, [d["text"] for d in chunk])))
-            if len(pending) >= 2 * workers:
-                done, future = pending.popleft()
-                yield done, future.result()
-        while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
-    finally:
-        pool.shutdown(cancel_futures=True)  # after a failure, the chunks not started yet are not scanned
-
-
-_worker_index: ContaminationIndex | None = None
-
-
-def _receive_index(index: ContaminationIndex) -> None:
-    global _worker_index
-    _worker_index = index
-
-
-def _scan_chunk(texts: list[str]) -> list[list[Match]]:
-    assert _worker_index is not None, "the pool's initializer sets the index"
-    return scan_texts(_worker_index, texts)
