@@ -30,7 +30,7 @@ LAYERS = (
     ("plan", ("plan",)),
     ("report", ("report",)),
     # the stage registry and the commands: they know every stage
-    ("top", ("stages", "cli", "__main__", "quickstart", "config_template")),
+    ("top", ("stages", "cli", "__main__", "quickstart", "config_template", "experiments")),
 )
 
 

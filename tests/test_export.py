@@ -14,7 +14,9 @@ from scratchlm.sft.template import chat_ids as sft_chat_ids
 from scratchlm.tokenizer.bpe import BOS, END, EOS, prompt_ids, stop_ids
 from ship_fixtures import make_checkpoint
 
-VARIANTS = {"qwen3": {}, "llama": {"qk_norm": False, "n_kv_head": 2, "tie_embeddings": False}}
+# The HF model type each maps to, before the dash; "-head_dim": heads wider than d_model / n_head (64 / 4).
+VARIANTS = {"qwen3": {}, "llama": {"qk_norm": False, "n_kv_head": 2, "tie_embeddings": False},
+            "qwen3-head_dim": {"head_dim": 32}}
 
 
 @pytest.mark.parametrize("arch", VARIANTS)
@@ -24,7 +26,7 @@ def test_hf_export_logits_match(tmp_path, arch):
     out = export_hf(ckpt, tmp_path / "hf")
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32).eval()
     tok = transformers.AutoTokenizer.from_pretrained(str(out))
-    assert hf.config.model_type == arch
+    assert hf.config.model_type == arch.split("-")[0]
     model, ours_tok, _ = load_model(ckpt)
     ids = torch.randint(0, model.vocab_size, (2, 48), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
@@ -65,8 +67,11 @@ def test_gguf_reads_back_within_tolerance(tmp_path, quant, arch):
     ckpt = make_checkpoint(tmp_path / "ck", **VARIANTS[arch])
     path = export_gguf(ckpt, tmp_path / "gguf", quant)
     reader = gguf.GGUFReader(str(path))
+    arch = arch.split("-")[0]
     assert bytes(reader.fields["general.architecture"].parts[-1]).decode() == arch
     model, tok, _ = load_model(ckpt)
+    for key in ("attention.key_length", "attention.value_length", "rope.dimension_count"):
+        assert int(reader.fields[f"{arch}.{key}"].parts[-1][0]) == model.cfg.attn_head_dim, key
     assert len(reader.fields["tokenizer.ggml.tokens"].data) == tok.get_vocab_size()
     assert bytes(reader.fields["tokenizer.ggml.model"].parts[-1]).decode() == "gpt2"
     special = {key: int(reader.fields[f"tokenizer.ggml.{key}"].parts[-1][0])

@@ -18,10 +18,12 @@ from scratchlm.plan.shrink import config_diff, family
 VARIANTS = list(itertools.product(["swiglu", "gelu", "relu2"], [True, False], [None, 2], [True, False]))
 
 
-@pytest.mark.parametrize("mlp,qk_norm,n_kv_head,tie", VARIANTS)
-def test_param_count_equals_numel(mlp, qk_norm, n_kv_head, tie):
+@pytest.mark.parametrize("mlp,qk_norm,n_kv_head,tie,head_dim", [(*v, None) for v in VARIANTS]
+                         + [("swiglu", True, None, True, 16), ("gelu", False, 2, False, 40)])
+def test_param_count_equals_numel(mlp, qk_norm, n_kv_head, tie, head_dim):
+    """head_dim: an explicit head width that is not d_model / n_head, which the model honours."""
     m = ModelConfig(n_layer=3, d_model=96, n_head=4, n_kv_head=n_kv_head, mlp=mlp, qk_norm=qk_norm,
-                    tie_embeddings=tie, seq_len=32, mlp_ratio=3.5)
+                    tie_embeddings=tie, seq_len=32, mlp_ratio=3.5, head_dim=head_dim)
     with torch.device("meta"):
         model = GPT(m, 1000)
     p = count_params(m, 1000)
@@ -123,3 +125,14 @@ def test_family_shrinks_and_diffs():
     assert [c.n_layer for c in members] == sorted((c.n_layer for c in members), reverse=True)
     diff = config_diff(m, members[3], {"batch_size": (16, 4)})
     assert "-n_layer = 12" in diff and f"+n_layer = {members[3].n_layer}" in diff and "+batch_size = 4" in diff
+
+
+@pytest.mark.parametrize("head_dim", [32, 128, None])
+@pytest.mark.parametrize("n_kv_head", [None, 4])
+def test_family_keeps_heads_per_width_with_an_explicit_head_dim(head_dim, n_kv_head):
+    # 12 heads of 32 on d_model 768: the attention is half as wide as d_model, and every member keeps that share
+    m = ModelConfig(n_layer=12, d_model=768, n_head=12, n_kv_head=n_kv_head, head_dim=head_dim)
+    members = family(m)
+    assert all(c.n_head * 768 == 12 * c.d_model and c.head_dim == head_dim for c in members)
+    sizes = [count_params(c, 32000).total for c in [m, *members]]
+    assert all(a > b for a, b in itertools.pairwise(sizes))  # each member is smaller than the one above it

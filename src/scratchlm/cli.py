@@ -8,8 +8,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from .data.inspect_commands import VERBS as INSPECT_VERBS  # argparse only: cheap to import
+from .data.inspect_commands import (
+    VERBS as INSPECT_VERBS,  # argparse only: cheap to import
+)
 from .errors import UserError
+from .experiments.commands import (
+    COMMANDS as EXPERIMENTS,  # argparse only: cheap to import
+)
 from .stages import ARTIFACT_STAGES, STAGE, plan_artifacts
 
 # The commands that write to the workdir: each stage's command (ARTIFACT_STAGES) and these. Each holds the
@@ -17,7 +22,7 @@ from .stages import ARTIFACT_STAGES, STAGE, plan_artifacts
 # show/explain/rejected/trace), `plan` (one plan file, written atomically), and those that write beside a checkpoint
 # or a finished stage (eval --checkpoint / human / rate, report RUN_DIR, data audit), so that they can be used
 # while a training runs.
-LOCKING = (("quickstart", None), ("run", None), ("check", None), ("sft", None),
+LOCKING = (("quickstart", None), ("run", None), ("check", None), ("sft", None), ("ablate", None), ("ladder", None),
            *((s.command[0], s.command[1] if len(s.command) > 1 else None) for s in ARTIFACT_STAGES))
 
 
@@ -166,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-cache", action="store_true", help="recompute the whole prefix each token (slow)")
 
+    from .experiments.commands import add_parsers as add_experiment_parsers
+
+    add_experiment_parsers(sub)
     for command, verb in LOCKING:
         (verbs[command].choices[verb] if verb else sub.choices[command]).add_argument(
             "--wait", action="store_true", help="if another command is using the workdir, wait for it to finish "
@@ -205,6 +213,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from .export.commands import run_export
 
         print(run_export(args))
+    elif args.command in EXPERIMENTS:
+        from .experiments.commands import run_command
+
+        return run_command(args)
     elif args.command == "report" and args.run_dir:
         from .monitor.dashboard import resolve_train_dir, write_dashboard
 

@@ -359,15 +359,19 @@ def parse_config(path: str | Path) -> Config:
     """The file parsed into a Config: TOML syntax, types and unknown keys. Its values are checked by
     stages.check_config (validate() below, then each stage's own checks); stages.load_config does both."""
     path = Path(path)
+    cfg = config_from_dict(read_config_file(path), where=str(path))
+    cfg.path = path.resolve()
+    return cfg
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file's TOML as a dict; a missing file or a syntax error is a one-line UserError."""
     if not path.is_file():
         raise UserError(f"config file {path} not found (create one with `scratchlm init DIR`)")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: invalid TOML: {e}") from None
-    cfg = config_from_dict(raw, where=str(path))
-    cfg.path = path.resolve()
-    return cfg
 
 _SUITE_KEYS = {f.name for f in dataclasses.fields(SuiteConfig)}
 

@@ -25,7 +25,7 @@ def hf_config(model, arch: str, tokenizer) -> dict:
     cfg = {"architectures": [ARCH[arch]], "model_type": arch, "vocab_size": model.vocab_size,
            "hidden_size": c.d_model, "intermediate_size": intermediate_size(model),
            "num_hidden_layers": c.n_layer, "num_attention_heads": c.n_head,
-           "num_key_value_heads": c.n_kv_head or c.n_head, "head_dim": c.d_model // c.n_head,
+           "num_key_value_heads": c.n_kv_head or c.n_head, "head_dim": c.attn_head_dim,
            "hidden_act": "silu", "max_position_embeddings": c.seq_len, "rms_norm_eps": norm_eps(),
            # both spellings: transformers 5 reads rope_parameters, 4.x reads rope_theta
            "rope_theta": c.rope_theta, "rope_parameters": {"rope_type": "default", "rope_theta": c.rope_theta},

@@ -36,7 +36,7 @@ class Shapes:
 
     @classmethod
     def of(cls, m: ModelConfig, vocab: int) -> "Shapes":
-        return cls(m.n_layer, m.d_model, m.n_head, m.n_kv_head or m.n_head, m.d_model // m.n_head,
+        return cls(m.n_layer, m.d_model, m.n_head, m.n_kv_head or m.n_head, m.attn_head_dim,
                    mlp_hidden(m), vocab, m.seq_len)
 
     @property

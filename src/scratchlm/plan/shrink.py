@@ -1,9 +1,9 @@
-"""The largest model of the same family that fits: same head size, same depth-to-width ratio, same GQA grouping,
-scaled down one layer at a time; printed as a config diff ready to paste."""
+"""The largest model of the same family that fits: same head size, same depth-to-width ratio, same heads per
+d_model, same GQA grouping, scaled down one layer at a time; printed as a config diff ready to paste."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from ..config import ModelConfig
 from ..toml_text import toml_value
@@ -11,22 +11,23 @@ from .arithmetic import count_params, flops_per_token
 
 
 def family(m: ModelConfig) -> list[ModelConfig]:
-    """Smaller members of m's family, largest first."""
-    head_dim = m.d_model // m.n_head
+    """Smaller members of m's family, largest first. A member is a whole number of head groups wide, each group
+    as wide in d_model as the target's (d_model / (n_head / group)): heads per d_model stay the target's, so the
+    attention width keeps its share of d_model also where [model] head_dim is set apart from d_model / n_head."""
     group = m.n_head // (m.n_kv_head or m.n_head)
+    groups = m.n_head // group
+    width_per_group = m.d_model / groups  # head_dim * group when head_dim is implicit
     aspect = m.d_model / m.n_layer
-    unit = head_dim * group  # d_model must stay a whole number of head groups
-    out, seen = [], set()
+    out, widest = [], groups - 1  # same depth: one head group narrower
     for n_layer in range(m.n_layer, 0, -1):
-        d = max(unit, int(round(n_layer * aspect / unit)) * unit)
-        if n_layer == m.n_layer:
-            d = min(d, m.d_model - unit)  # same depth: one head group narrower
-        if d <= 0 or (n_layer, d) in seen or d > m.d_model:
+        # never wider than the member above: rounding to whole groups must not make a shallower member larger
+        k = min(widest, max(1, round(n_layer * aspect / width_per_group)))
+        if k <= 0:
             continue
-        seen.add((n_layer, d))
-        n_head = d // head_dim
-        out.append(dataclasses.replace(m, n_layer=n_layer, d_model=d, n_head=n_head,
-                                       n_kv_head=None if m.n_kv_head is None else n_head // group))
+        widest = k
+        n_head = k * group
+        out.append(dataclasses.replace(m, n_layer=n_layer, d_model=round(k * width_per_group), n_head=n_head,
+                                       n_kv_head=None if m.n_kv_head is None else k))
     return out
 
 

@@ -53,7 +53,11 @@ class TrainingInterrupted(UserError):
 
     def __init__(self, message: str, signum: int):
         super().__init__(message)
+        self.signum = signum
         self.exit_code = 128 + signum
+
+    def __reduce__(self):  # pickling (a spawn worker's exception) calls __init__ with args only: add the signal
+        return type(self), (str(self), self.signum)
 
 
 class TrainingPaused(UserError):
