@@ -135,3 +135,10 @@ def test_non_finite_losses_are_left_out_and_counted():
     none_left = compare_arms([1.0, 2.0], [math.nan, math.nan])
     assert none_left["verdict"] == "diverged (2 of 2 seeds): no finite variant loss" and none_left["diff"] is None
     assert seeds_needed(math.nan, 0.1, 0.1) is None and seeds_needed(0.1, math.inf, 0.1) is None
+
+
+def test_describe_leaves_diverged_seeds_out():
+    from scratchlm.experiments.stats import describe
+
+    assert describe([1.0, float("nan"), 3.0]) == {"n": 2, "mean": 2.0, "std": describe([1.0, 3.0])["std"]}
+    assert describe([float("nan")]) == {"n": 0, "mean": None, "std": None}

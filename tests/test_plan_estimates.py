@@ -136,3 +136,11 @@ def test_family_keeps_heads_per_width_with_an_explicit_head_dim(head_dim, n_kv_h
     assert all(c.n_head * 768 == 12 * c.d_model and c.head_dim == head_dim for c in members)
     sizes = [count_params(c, 32000).total for c in [m, *members]]
     assert all(a > b for a, b in itertools.pairwise(sizes))  # each member is smaller than the one above it
+
+
+def test_family_of_a_single_head_group_model_shrinks_by_depth():
+    """MQA (one KV head) or one head: no narrower member at the same depth, but every shallower depth has one."""
+    for m in (ModelConfig(n_layer=12, d_model=768, n_head=12, n_kv_head=1), ModelConfig(n_layer=4, d_model=64, n_head=1)):
+        members = family(m)
+        assert [f.n_layer for f in members] == list(range(m.n_layer - 1, 0, -1))
+        assert all(f.n_head == m.n_head and f.n_kv_head == m.n_kv_head for f in members)

@@ -129,7 +129,7 @@ def comparability(ref: Run, run: Run, metric: str, shared: set[str] | None) -> t
                          if s - shared)
         if shared:
             caveats.append(f"the runs were evaluated on different domains: {metric} is the mean over the domains "
-                           f"every run has ({', '.join(sorted(shared))}); {only}")
+                           f"every run has ({', '.join(sorted(shared))})" + (f"; {only}" if only else ""))
         else:
             caveats.append(f"no verdict: no domain was evaluated in every run ({only}); compare a DOMAIN/METRIC")
             verdict = False

@@ -27,6 +27,8 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def describe(values: list[float]) -> dict:
+    """n, mean and std of the finite values: a diverged seed (NaN) is left out, not averaged in."""
+    values = [v for v in values if math.isfinite(v)]
     if not values:  # every run of an arm diverged
         return {"n": 0, "mean": None, "std": None}
     mean, std = mean_std(values)

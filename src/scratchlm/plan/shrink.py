@@ -18,10 +18,12 @@ def family(m: ModelConfig) -> list[ModelConfig]:
     groups = m.n_head // group
     width_per_group = m.d_model / groups  # head_dim * group when head_dim is implicit
     aspect = m.d_model / m.n_layer
-    out, widest = [], groups - 1  # same depth: one head group narrower
+    out, widest = [], groups
     for n_layer in range(m.n_layer, 0, -1):
         # never wider than the member above: rounding to whole groups must not make a shallower member larger
         k = min(widest, max(1, round(n_layer * aspect / width_per_group)))
+        if n_layer == m.n_layer:
+            k = min(k, groups - 1)  # same depth: one head group narrower (none with a single group, as in MQA)
         if k <= 0:
             continue
         widest = k
