@@ -3,11 +3,15 @@
 Both models get the same parameter budget (reported), batch, sequence length, optimizer (AdamW, clipping at 1.0)
 and thread count, and run one full training step (forward, backward, clip, AdamW) per iteration on random tokens.
 Rounds alternate between the contenders so that load from other processes on a shared machine hits all of them
-alike; the median over rounds is reported. "ours" is measured in fp32 and in bf16 autocast, which is how
-`train.precision = "auto"` is decided on CPU.
+alike; the median over rounds is reported. "ours" is measured in fp32 and in bf16 autocast; the precision that
+`train.precision = "auto"` picks on this machine (a measurement, model/device.py) is marked in the table.
 
-    PYTHONPATH=src python bench/throughput.py                      # d_model 256, 4 layers, seq 256, batch 16
-    PYTHONPATH=src python bench/throughput.py --seq-len 1024 --batch 4 --compile
+The first line printed names the CPU and what torch may use on it. On a CPU with AVX-512-BF16 or AMX, an AVX2-only
+CPU is emulated with `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` (bf16 then runs emulated: pass
+`--precisions fp32` to skip it).
+
+    PYTHONPATH=src python bench/throughput.py --d-model 192 --n-head 6       # the quickstart's shape
+    PYTHONPATH=src python bench/throughput.py --seq-len 1024 --batch 4 --compile --threads 2
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from baseline_gpt2 import BaselineConfig, BaselineGPT  # noqa: E402
 
 from scratchlm.config import ModelConfig  # noqa: E402
 from scratchlm.model import GPT  # noqa: E402
-from scratchlm.model.device import autocast  # noqa: E402
+from scratchlm.model.device import autocast, pick_precision  # noqa: E402
 from scratchlm.train.optim import build_optimizer  # noqa: E402
 
 CPU = torch.device("cpu")
@@ -36,11 +40,28 @@ def contenders(args) -> dict[str, tuple[torch.nn.Module, str]]:
                args.vocab)
     base = BaselineGPT(BaselineConfig(vocab_size=args.vocab, n_layer=args.n_layer, n_head=args.n_head,
                                       d_model=args.d_model, seq_len=args.seq_len))
-    models = {"baseline fp32": (base, "fp32"), "ours fp32": (ours, "fp32"), "ours bf16": (ours, "bf16")}
-    if args.compile:  # compiled once per contender before the first round; compile time is not counted
+    models = {"baseline fp32": (base, "fp32")} | {f"ours {p}": (ours, p) for p in args.precisions}
+    if args.compile:  # compiled once per contender before the first round; compile time is measured apart
         compiled = torch.compile(ours)
-        models |= {"ours fp32 compiled": (compiled, "fp32"), "ours bf16 compiled": (compiled, "bf16")}
+        models |= {f"ours {p} compiled": (compiled, p) for p in args.precisions}
     return models
+
+
+def machine_line() -> str:
+    """The CPU, the instruction sets torch's kernels may use on it, and the bf16/AMX flags it reports."""
+    name, flags = "unknown CPU", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return (f"CPU: {name}; flags {' '.join(shown) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}; torch kernels: "
+            f"{torch.backends.cpu.get_cpu_capability()}; {torch.get_num_threads()} thread(s)")
 
 
 def time_steps(model: torch.nn.Module, precision: str, args, steps: int) -> float:
@@ -77,14 +98,20 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1,
                     help="1 by default: on a shared machine a descheduled second thread stalls every parallel op")
-    ap.add_argument("--compile", action="store_true", help="also time torch.compile'd ours (fp32 and bf16)")
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile'd ours")
+    ap.add_argument("--precisions", type=lambda s: s.split(","), default=["fp32", "bf16"],
+                    help="comma-separated precisions of ours (default fp32,bf16)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    print(machine_line())
+    picked = pick_precision("auto", CPU)
     models = contenders(args)
     for name, (model, precision) in models.items():
         print(f"{name:20s} {sum(p.numel() for p in model.parameters()):,} parameters", file=sys.stderr)
         if "compiled" in name:
+            t0 = time.perf_counter()
             time_steps(model, precision, args, 1)
+            print(f"{name}: compile and first steps {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     results: dict[str, list[float]] = {name: [] for name in models}
     for r in range(args.rounds):
         for name, (model, precision) in models.items():
@@ -95,7 +122,8 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for name, (model, _) in models.items():
         med = statistics.median(results[name])
-        print(f"| {name} | {sum(p.numel() for p in model.parameters()):,} | {med:,.0f} | {med / base:.2f}x |")
+        mark = " (auto precision)" if name.startswith(f"ours {picked}") else ""
+        print(f"| {name}{mark} | {sum(p.numel() for p in model.parameters()):,} | {med:,.0f} | {med / base:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ checkpoint_every = {ckpt}
 eval_every = {ckpt}
 log_every = 5
 threads = 2
+compile = false  # auto would torch.compile in every plan's probe: tens of seconds
 [eval]
 max_batches = 2
 max_new_tokens = 8

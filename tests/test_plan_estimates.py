@@ -90,7 +90,8 @@ def test_estimate_within_25_percent_of_measured_peak(shape, precision, accum):
     n_layer, d, heads, batch, vocab = shape
     cfg = config_from_dict({"data": {"sources": [{"name": "a", "domain": "a", "path": "x"}]},
                             "model": {"n_layer": n_layer, "d_model": d, "n_head": heads, "seq_len": 128},
-                            "train": {"batch_size": batch, "grad_accum": accum, "precision": precision}})
+                            "train": {"batch_size": batch, "grad_accum": accum, "precision": precision,
+                                      "compile": False}})
     probe = run_probe(cfg, vocab, torch.device("cpu"), precision, batch, accum, False, None, seconds=0.1,
                       min_steps=1)
     est = estimate_memory(cfg.model, vocab, batch, accum, precision, "adamw", "cpu")

@@ -196,9 +196,9 @@ class TrainConfig:
     beta1: float = bounded(0.9, ge=0, lt=1)
     beta2: float = bounded(0.95, ge=0, lt=1)
     grad_clip: float = bounded(1.0, ge=0)  # 0 disables clipping (not recommended)
-    precision: str = "auto"  # auto | bf16 | fp16 | fp32; auto picks bf16 where the device supports it
+    precision: str = "auto"  # auto | bf16 | fp16 | fp32; auto: bf16 on a GPU that has it (else fp16), on a CPU where bf16 measures clearly faster than fp32, else fp32
     device: str = "auto"  # auto | cpu | cuda | mps
-    compile: bool = False  # torch.compile the model (worth it on GPU; minutes of warm-up)
+    compile: bool | str = "auto"  # auto | true | false: torch.compile the model; auto compiles when the plan measured that the time saved over max_steps exceeds the compile time
     activation_checkpointing: bool = False  # recompute each block in backward: less memory, ~30% more compute
     fsdp: bool = False  # under torchrun, shard parameters and optimizer state (FSDP2) instead of replicating (DDP)
     prefetch: int = bounded(2, ge=0, operational=True)  # batches prepared ahead by a background thread; 0 reads in the training thread
@@ -427,6 +427,11 @@ def _coerce(tp: Any, value: Any, where: str, key: str):
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         options = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(options) > 1 and all(a in (int, float, str, bool) for a in options):  # e.g. `bool | str`
+            if not isinstance(value, tuple(options)):
+                raise UserError(f"{where}: `{key}` must be {' or '.join(a.__name__ for a in options)}, "
+                                f"got {type(value).__name__} {value!r}")
+            return value
         return _coerce(options[0], value, where, key)
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, where, key)
@@ -508,6 +513,7 @@ def validate(cfg: Config, where: str) -> None:
     _check(t.schedule in ("cosine", "wsd", "constant"), where, "`train.schedule` must be cosine, wsd or constant")
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")
     _check(t.device in ("auto", "cpu", "cuda", "mps"), where, "`train.device` must be auto, cpu, cuda or mps")
+    _check(t.compile in ("auto", True, False), where, f"`train.compile` must be auto, true or false, got {t.compile!r}")
     e = cfg.eval.suite
     _check(e.humaneval in ("auto", "on", "off"), where, "`eval.suite.humaneval` must be auto, on or off")
     for i, task in enumerate(e.tasks):

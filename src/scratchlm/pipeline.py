@@ -39,6 +39,12 @@ class Artifact:
         return read_json(self.dir / MANIFEST)
 
 
+def plan_path(workdir: Path, train_id: str) -> Path:
+    """Where the plan of a training is saved: one file per train ID (the plan writes it, the trainer reads its
+    compile decision)."""
+    return Path(workdir) / "plan" / f"{train_id}.json"
+
+
 def require(art: dict[str, Artifact], stage: str) -> Artifact:
     a = art[stage]
     if not a.done:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..config import Config
 from ..errors import UserError
 from ..ids import read_json
+from ..pipeline import plan_path
 from ..progress import log
 
 
@@ -21,11 +22,6 @@ class Budget:
     hours: float | None
     price_per_hour: float | None
     source: str | None  # where the hours came from: "--budget-hours", "[plan] budget_hours", the saved plan's path
-
-
-def plan_path(workdir: Path, train_id: str) -> Path:
-    """Where the plan of this training is saved: one file per train ID."""
-    return Path(workdir) / "plan" / f"{train_id}.json"
 
 
 def _saved(path: Path) -> dict:

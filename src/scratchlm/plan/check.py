@@ -170,7 +170,8 @@ def run_checklist(cfg: Config, art: dict[str, Artifact], plan: dict, resume: Ver
     out.append(resume or Verdict("resume verified on this exact config", NOT_AVAILABLE, "skipped (--skip-resume)",
                                  {}))
 
-    step = (plan.get("probe") or {}).get("step_seconds")
+    # the step of the mode the plan chose (compiled or eager); plans saved before it was kept: the probe's eager one
+    step = (plan.get("time") or {}).get("step_seconds") or (plan.get("probe") or {}).get("step_seconds")
     every = f"every {t.checkpoint_every} steps" + (f" (~{t.checkpoint_every * step / 60:.1f} min of training)"
                                                     if step else "")
     level = "ok" if t.checkpoint_every < t.max_steps and t.keep_last >= 2 else "warning"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..config import Config
+from ..train.compile_choice import chosen_step
 
 
 def _events(steps: int, every: int) -> int:
@@ -10,10 +11,11 @@ def _events(steps: int, every: int) -> int:
 
 
 def extrapolate(cfg: Config, probe: dict, n_domains: int, n_prompts: int,
-                price_per_hour: float | None = None) -> dict:
+                price_per_hour: float | None = None, compile_decision: dict | None = None) -> dict:
+    """compile_decision: train/compile_choice.py's; a compiled run steps at the compiled speed after compiling."""
     t = cfg.train
-    step = probe["step_seconds"]
-    train = t.max_steps * step
+    step, compile_once = chosen_step(compile_decision, probe["step_seconds"])
+    train = t.max_steps * step + compile_once
     n_ckpt = _events(t.max_steps, t.checkpoint_every)
     checkpoints = n_ckpt * probe["checkpoint_seconds"]
     n_eval = _events(t.max_steps, t.eval_every)
@@ -24,9 +26,10 @@ def extrapolate(cfg: Config, probe: dict, n_domains: int, n_prompts: int,
     evals = n_eval * one_eval
     # A crash just before the next checkpoint loses checkpoint_every steps: plan for the worst case, once.
     lost = min(t.checkpoint_every, t.max_steps) * step
-    restart = lost + probe["restore_seconds"] + probe["build_seconds"]
+    restart = lost + probe["restore_seconds"] + probe["build_seconds"] + compile_once  # a new process compiles again
     total = train + checkpoints + evals + restart
-    out = {"train_seconds": train, "checkpoints": n_ckpt, "checkpoint_seconds": checkpoints,
+    out = {"train_seconds": train, "step_seconds": step, "compile_seconds": compile_once,
+           "checkpoints": n_ckpt, "checkpoint_seconds": checkpoints,
            "evaluations": n_eval, "eval_seconds": evals, "restart_seconds": restart,
            "restart_lost_steps": min(t.checkpoint_every, t.max_steps), "total_seconds": total,
            "checkpoint_bytes_on_disk": probe["checkpoint_bytes"] * min(t.keep_last, n_ckpt)}

@@ -14,6 +14,7 @@ from ..pipeline import Artifact
 from ..presets import describe_preset
 from ..progress import log
 from ..train.batch import EffectiveBatch, effective_batch, ranks_launched
+from ..train.compile_choice import decide_compile
 from .arithmetic import DEFAULT_TOKENS_PER_PARAM, count_params, flops_per_token, model_arithmetic, tokens_needed
 from .budget import plan_path, resolve_budget
 from .corpus import corpus_tokens, document_lengths
@@ -134,8 +135,10 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
     n_domains = len(read_json(art["shards"].dir / "shards.json")["val"]) if art["shards"].done else \
         len({s.domain for s in cfg.data.sources})
     lower_bound = None
+    compile_decision = decide_compile(t.compile, probe.get("compile") if probe else None, t.max_steps)
     if probe is not None:
-        time_plan = extrapolate(cfg, probe, n_domains, len(cfg.eval.prompts) or n_domains, price_per_hour)
+        time_plan = extrapolate(cfg, probe, n_domains, len(cfg.eval.prompts) or n_domains, price_per_hour,
+                                compile_decision)
         verdicts.append(time_verdict(time_plan["total_seconds"], budget_hours, measured=True))
     else:
         peak_flops = target.datasheet_peak.get(precision)
@@ -153,7 +156,7 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
             "model": describe_preset(m) or "no preset: the shape of the [model] keys", "target": vars(target),
             "precision": precision, "vocab_from": vocab_from, "batch": asdict(batch),
             "budget_hours": budget_hours, "budget_from": budget.source, "price_per_hour": price_per_hour,
-            "arithmetic": arith, "memory": memory, "probe": probe,
+            "arithmetic": arith, "memory": memory, "probe": probe, "compile": compile_decision,
             "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
             "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,
             "level": worst(v.level for v in verdicts)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config import ModelConfig
+from ..train.optim import adamw_implementation
 from .arithmetic import Shapes, count_params
 
 FP32 = 4
@@ -105,8 +106,9 @@ def estimate_memory(m: ModelConfig, vocab: int, micro_batch: int, grad_accum: in
         copies = 2 * (p.matrices + head_matmul)
     logits = FP32 * s.vocab * tokens
     loss_backward = 2 * FP32 * s.vocab * tokens  # d(nll)/d(logp) and d(logp)/d(logits), both dense
-    # torch's fused AdamW (CUDA) updates in place; elsewhere the step makes ~2 temporaries of each tensor in turn
-    opt_temp = 0 if device_type == "cuda" and optimizer == "adamw" else 2 * FP32 * p.largest
+    # A fused AdamW updates in place; other optimizer steps make ~2 temporaries of each tensor in turn
+    fused = optimizer == "adamw" and adamw_implementation(device_type).get("fused", False)
+    opt_temp = 0 if fused else 2 * FP32 * p.largest
     # With accumulation, gradients from the earlier micro-batches are alive during each later backward.
     backward = copies + activations + logits + loss_backward + (gradients if grad_accum > 1 else 0)
     step = gradients + opt_temp + logits

@@ -23,6 +23,15 @@ def _f(x: float | None) -> str:
     return f"{x:.0f} "
 
 
+def compile_text(d: dict) -> str:
+    """The decision, then the measurements it was made from (when the probe measured them)."""
+    text = f"{'yes' if d['compile'] else 'no'}: {d['reason']}"
+    if "compiled_step_seconds" in d:
+        text += (f" (eager {d['eager_step_seconds']:.3f} s/step, compiled {d['compiled_step_seconds']:.3f} s/step, "
+                 f"compile {d['compile_seconds']:.1f} s)")
+    return text
+
+
 def plan_rows(plan: dict) -> list[tuple[str, str]]:
     a, mem, p, tp = plan["arithmetic"], plan["memory"], plan["probe"], plan["time"]
     c = mem["configured"]
@@ -70,9 +79,13 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
     else:
         rows.append(("probe", "not run (" + ("the target is not this machine's device" if not plan["target"]["local"]
                                              else "the step does not fit in memory") + ")"))
+    if plan.get("compile"):  # plans saved before the decision existed lack it
+        rows.append(("compile", compile_text(plan["compile"])))
     if tp:
-        rows.append(("time", f"{duration(tp['total_seconds'])} = training {duration(tp['train_seconds'])} + "
-                             f"{tp['checkpoints']} checkpoints {duration(tp['checkpoint_seconds'])} + "
+        rows.append(("time", f"{duration(tp['total_seconds'])} = training {duration(tp['train_seconds'])}"
+                             + (f" (compile {duration(tp['compile_seconds'])} included)"
+                                if tp.get("compile_seconds") else "")
+                             + f" + {tp['checkpoints']} checkpoints {duration(tp['checkpoint_seconds'])} + "
                              f"{tp['evaluations']} evaluations {duration(tp['eval_seconds'])} + one restart "
                              f"{duration(tp['restart_seconds'])} ({tp['restart_lost_steps']} steps lost)"))
         if "cost" in tp:

@@ -64,9 +64,15 @@ def wrap_model(model: torch.nn.Module, world: World, fsdp: bool, device: torch.d
     return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
-def mean_over_ranks(value: float, world: World, device: torch.device) -> float:
+def mean_over_ranks(value: float | torch.Tensor, world: World, device: torch.device) -> float | torch.Tensor:
+    """A float comes back a float (the host waits for the all-reduce); a tensor comes back a tensor on its device,
+    summed in its own dtype, and on CUDA the host does not wait: NCCL's all-reduce is queued like a kernel."""
     if not world.active:
         return value
+    if isinstance(value, torch.Tensor):
+        total = value.detach().reshape(1).clone()
+        dist.all_reduce(total)
+        return total[0] / world.size
     t = torch.tensor([value], dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return float(t.item()) / world.size

@@ -114,16 +114,26 @@ class MixtureLoader:
         self.tokens_drawn = np.asarray(state["tokens_drawn"], dtype=np.int64)
 
 
+def pins_batches(device: torch.device) -> bool:
+    """Page-locked batches make a host-to-device copy asynchronous; only CUDA has such copies to gain."""
+    return device.type == "cuda"
+
+
 class Prefetcher:
     """Draws the next `depth` micro-batches in a background thread, in training order.
 
     `wait_seconds` accumulates the time the training thread spent waiting for data (with depth 0, drawing the
     batch itself): a loader that cannot keep up shows there, instead of as an unexplained drop in tokens/s. It
     is the one data-wait timer; the monitor's data-wait share is read from it.
+
+    pin_memory (for a CUDA training device): the thread also copies each batch's tensors into page-locked memory,
+    without which the loop's `.to(device, non_blocking=True)` is a synchronous copy. Not with depth 0: pinning in
+    the training thread costs the copy it would save.
     """
 
-    def __init__(self, loader: MixtureLoader, start_step: int, max_steps: int, depth: int):
+    def __init__(self, loader: MixtureLoader, start_step: int, max_steps: int, depth: int, pin_memory: bool = False):
         self.loader, self.depth, self.wait_seconds = loader, depth, 0.0
+        self.pin_memory = pin_memory and depth > 0
         self._order = ((s, m) for s in range(start_step, max_steps) for m in range(loader.grad_accum))
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
@@ -134,7 +144,7 @@ class Prefetcher:
     def _run(self) -> None:
         try:
             for key in self._order:
-                item = (key, self.loader.draw(*key))
+                item = (key, self._pinned(self.loader.draw(*key)))
                 while not self._stop.is_set():
                     try:
                         self._queue.put(item, timeout=0.1)
@@ -145,6 +155,11 @@ class Prefetcher:
                     return
         except BaseException as e:  # surfaced in the training thread, not lost in this one
             self._queue.put((None, e))
+
+    def _pinned(self, batch: tuple) -> tuple:
+        if not self.pin_memory:
+            return batch
+        return tuple(part.pin_memory() if isinstance(part, torch.Tensor) else part for part in batch)
 
     def get(self, step: int, micro: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
         t0 = time.perf_counter()

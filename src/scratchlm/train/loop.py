@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import signal
@@ -39,7 +38,7 @@ from .checkpoint import (best_checkpoint, load_training_state, mark_best, rebuil
                          set_rng_state)
 from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
                           mean_over_ranks, wrap_model)
-from .loader import MixtureLoader, Prefetcher
+from .loader import MixtureLoader, Prefetcher, pins_batches
 from .schedule import lr_factor
 from .start_from import is_own_checkpoint, keep_hyperparameters, load_start, restore_hyperparameters
 
@@ -116,10 +115,49 @@ def build_optimizer(model: torch.nn.Module, cfg: Config, device: torch.device) -
                                  orthogonalizer=t.orthogonalizer)
 
 
+def scheduled_factor(step: int, t) -> float:
+    return lr_factor(step, t.max_steps, t.warmup_steps, t.schedule, t.min_lr_ratio)
+
+
 def _set_lr(optimizer, factor: float) -> float:
     for g in optimizer.param_groups:
         g["lr"] = g["initial_lr"] * factor
     return optimizer.param_groups[0]["lr"]
+
+
+def lr_at(optimizer, step: int, t) -> float:
+    """The learning rate `_set_lr` gave (first group) at `step`: a step checked later than it ran."""
+    return optimizer.param_groups[0]["initial_lr"] * scheduled_factor(step, t)
+
+
+def loss_dtype(device: torch.device) -> torch.dtype:
+    """The step's loss is summed in float64, as Python floats summed it before: logged losses stay bit-identical.
+    MPS has no float64."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+class NonfiniteWatch:
+    """The first step whose loss or gradient norm was not finite, with both values, kept on the device.
+
+    Testing finiteness on the host every step would make the host wait for the device every step; `record` is
+    device operations only, and `first` (which waits) is called where the loop syncs anyway.
+    """
+
+    def __init__(self, device: torch.device):
+        self.step = torch.full((), -1, dtype=torch.int64, device=device)
+        self.loss = torch.zeros((), dtype=loss_dtype(device), device=device)
+        self.grad_norm = torch.zeros((), dtype=torch.float32, device=device)
+
+    def record(self, step: int, loss: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        first = (self.step < 0) & ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        self.step = torch.where(first, step, self.step)
+        self.loss = torch.where(first, loss.to(self.loss.dtype), self.loss)
+        self.grad_norm = torch.where(first, grad_norm.to(self.grad_norm.dtype), self.grad_norm)
+
+    def first(self) -> tuple[int, float, float] | None:
+        """(step, loss, gradient norm) of the first non-finite step so far, or None. Waits for the device."""
+        step = int(self.step)
+        return None if step < 0 else (step, float(self.loss), float(self.grad_norm))
 
 
 def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict,
@@ -206,8 +244,9 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         scaler.load_state_dict(state["scaler"])
         loader.load_state_dict(state["loader"])
         set_rng_state(state["rng"])
-    if t.compile:
-        model = torch.compile(model)
+    from .compile_choice import compile_as_decided
+
+    model = compile_as_decided(model, cfg, ids.get("train"), device, precision, world.main)
     # A new run started from another's checkpoint owns nothing yet: rows of an earlier attempt at this config go too.
     kept_rows = _discard_after(out, 0 if other_run else step) if world.main else []
     if world.main and resume:
@@ -258,7 +297,16 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             log(f"train: step {step} has a checkpoint but no evaluation (the run stopped during it); evaluating now")
         evaluate(step)
 
-    batches = Prefetcher(loader, step, t.max_steps, t.prefetch)
+    nonfinite = NonfiniteWatch(device)
+
+    def halt_if_nonfinite() -> None:
+        """Waits for the device: called only where the loop syncs anyway."""
+        if (bad := nonfinite.first()) is not None:
+            bad_step, bad_loss, bad_norm = bad
+            _halt(out if world.main else None, bad_step, bad_loss, bad_norm,
+                  monitor.diagnose(bad_step, bad_loss, bad_norm, lr_at(optimizer, bad_step, t)), cfg)
+
+    batches = Prefetcher(loader, step, t.max_steps, t.prefetch, pin_memory=pins_batches(device))
     model.train()
     progress = bar(total=t.max_steps, initial=step, desc="train", unit="step", lines=False,
                    **({} if world.main else {"file": open(os.devnull, "w")}))
@@ -267,9 +315,11 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     # The window a log row measures: throughput, and the share of it spent waiting for data.
     window_start, window_tokens, window_wait = time.perf_counter(), 0, batches.wait_seconds
     last_checkpoint = time.monotonic()
+    # No host sync in a step but at log steps and before checkpoints and evaluations: the loss and the gradient
+    # norm stay device tensors until then (reading one makes the host wait for the device's queue to drain).
     while step < t.max_steps:
-        lr = _set_lr(optimizer, lr_factor(step, t.max_steps, t.warmup_steps, t.schedule, t.min_lr_ratio))
-        loss_sum = 0.0
+        lr = _set_lr(optimizer, scheduled_factor(step, t))
+        loss_sum = torch.zeros((), dtype=loss_dtype(device), device=device)
         for micro in range(grad_accum):
             x, y, _ = batches.get(step, micro)
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -277,24 +327,29 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                 with autocast(device, precision):
                     _, loss = model(x, y)
                 scaler.scale(loss / grad_accum).backward()
-            loss_sum += float(loss.detach())
-        loss_value = mean_over_ranks(loss_sum / grad_accum, world, device)
+            loss_sum += loss.detach()
+        loss_mean = mean_over_ranks(loss_sum / grad_accum, world, device)  # a tensor: queued, not waited for
         scaler.unscale_(optimizer)
-        monitor.before_update(step + 1)  # per-group grad norms, weights before the update
+        monitor.before_update(step + 1)  # per-group grad norms, weights before the update (log steps only)
         grad_norm = clip_gradients(model, t.grad_clip, t.fsdp)
-        if not math.isfinite(loss_value) or not math.isfinite(grad_norm):
-            _halt(out if world.main else None, step, loss_value, grad_norm,
-                  monitor.diagnose(step, loss_value, grad_norm, lr), cfg)
+        nonfinite.record(step, loss_mean, grad_norm)
+        if readback_due(step + 1, t, stop.at_step):
+            # Checked before this step's update (its gradients are still there for the diagnosis) whenever a log
+            # row, a checkpoint or an evaluation follows it: a checkpoint must never store weights updated from a
+            # non-finite step (resuming from it would only fail again), nor an evaluation or best.json come from
+            # them. Steps between checks are not lost: the watch names the first bad one and its batch.
+            halt_if_nonfinite()
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
         step += 1
         window_tokens += tokens_per_step
         progress.update(1)
-        if step % t.log_every == 0 or step == t.max_steps:
+        if log_due(step, t):
             sync(device)
             elapsed = time.perf_counter() - window_start
-            row = {"step": step, "loss": loss_value, "lr": lr, "grad_norm": grad_norm,
+            loss_value, grad_norm_value = float(loss_mean), float(grad_norm)
+            row = {"step": step, "loss": loss_value, "lr": lr, "grad_norm": grad_norm_value,
                    "tokens_per_s": window_tokens / max(elapsed, 1e-9), "tokens": step * tokens_per_step,
                    "data_wait_s": batches.wait_seconds}
             monitor.on_log(step, row, elapsed, batches.wait_seconds - window_wait)  # norms, MFU, memory, detectors
@@ -307,7 +362,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
         stopping = any_rank(stop.signum is not None, world, device)  # every rank must join the save
         paused = step == stop.at_step  # the same on every rank
-        if step % t.checkpoint_every == 0 or step == t.max_steps or due_by_time or stopping or paused:
+        if checkpoint_due(step, t) or due_by_time or stopping or paused:
+            halt_if_nonfinite()  # a checkpoint asked for by time or a signal was not checked before the update
             saved = checkpoint(step)
             last_checkpoint = time.monotonic()
         if stopping or paused:  # the evaluation due here, if any, runs on resume
@@ -345,6 +401,21 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
 
 def eval_due(step: int, t) -> bool:
     return step % t.eval_every == 0 or step == t.max_steps
+
+
+def log_due(step: int, t) -> bool:
+    return step % t.log_every == 0 or step == t.max_steps
+
+
+def checkpoint_due(step: int, t) -> bool:
+    """By step count; time and signals can ask for one too."""
+    return step % t.checkpoint_every == 0 or step == t.max_steps
+
+
+def readback_due(step: int, t, stop_at: int | None) -> bool:
+    """Whether the loop reads the step's loss and gradient norm back from the device (and checks them) before
+    its update: a log row, a checkpoint or an evaluation follows `step` (the number it will have once applied)."""
+    return log_due(step, t) or checkpoint_due(step, t) or eval_due(step, t) or step == stop_at
 
 
 def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: Path, main: bool,
@@ -387,15 +458,19 @@ def no_sync(model: torch.nn.Module, skip: bool):
     return model.no_sync() if skip and hasattr(model, "no_sync") else contextlib.nullcontext()
 
 
-def clip_gradients(model: torch.nn.Module, max_norm: float, fsdp: bool = False) -> float:
+def clip_gradients(model: torch.nn.Module, max_norm: float, fsdp: bool = False) -> torch.Tensor:
+    """The total gradient norm before clipping, as a device tensor: reading it waits for the backward pass, so the
+    loop reads it at log steps only. No clipping when max_norm <= 0."""
     if not fsdp:
-        return float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm if max_norm > 0 else float("inf")))
+        return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm if max_norm > 0 else float("inf"))
     # FSDP2: gradients are DTensor shards. Reduce the norm to one replicated number first, then scale every shard
-    # by the same coefficient, rather than leave torch to mix partial and replicated values.
+    # by the same coefficient, rather than leave torch to mix partial and replicated values. The coefficient stays
+    # a tensor (min(1, max_norm / norm), as clip_grad_norm_ computes it): no host sync.
     grads = [p.grad for p in model.parameters() if p.grad is not None]
-    norm = float(torch.nn.utils.get_total_norm(grads).full_tensor())
-    if max_norm > 0 and norm > max_norm:
-        torch._foreach_mul_(grads, max_norm / (norm + 1e-6))
+    norm = torch.nn.utils.get_total_norm(grads).full_tensor()
+    if max_norm > 0:
+        coefficient = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+        torch._foreach_mul_([g.to_local() for g in grads], coefficient)
     return norm
 
 
