@@ -24,11 +24,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
-from baseline_gpt2 import BaselineConfig, BaselineGPT  # noqa: E402
-from throughput import machine_line  # noqa: E402
+from throughput import add_shape_arguments, machine_line, model_pair  # noqa: E402
 
-from scratchlm.config import ModelConfig  # noqa: E402
-from scratchlm.model import GPT  # noqa: E402
 from scratchlm.model.device import autocast  # noqa: E402
 from scratchlm.train.optim import build_optimizer  # noqa: E402
 
@@ -75,12 +72,7 @@ def profile_steps(model: torch.nn.Module, precision: str, args) -> tuple[Counter
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-layer", type=int, default=4)
-    ap.add_argument("--d-model", type=int, default=192)
-    ap.add_argument("--n-head", type=int, default=6)
-    ap.add_argument("--seq-len", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--vocab", type=int, default=4096)
+    add_shape_arguments(ap, d_model=192, n_head=6)  # the quickstart's shape
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", default="fp32", help="ours' precision (the baseline runs fp32)")
@@ -88,13 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     print(machine_line())
-    torch.manual_seed(0)
-    ours = GPT(ModelConfig(n_layer=args.n_layer, d_model=args.d_model, n_head=args.n_head, seq_len=args.seq_len),
-               args.vocab)
-    contenders = {"baseline fp32": (BaselineGPT(BaselineConfig(vocab_size=args.vocab, n_layer=args.n_layer,
-                                                               n_head=args.n_head, d_model=args.d_model,
-                                                               seq_len=args.seq_len)), "fp32"),
-                  f"ours {args.precision}": (ours, args.precision)}
+    ours, base = model_pair(args)
+    contenders = {"baseline fp32": (base, "fp32"), f"ours {args.precision}": (ours, args.precision)}
     if args.compile:
         contenders[f"ours {args.precision} compiled"] = (torch.compile(ours), args.precision)
     results = {name: profile_steps(model, precision, args) for name, (model, precision) in contenders.items()}

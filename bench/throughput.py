@@ -34,12 +34,28 @@ from scratchlm.train.optim import build_optimizer  # noqa: E402
 CPU = torch.device("cpu")
 
 
-def contenders(args) -> dict[str, tuple[torch.nn.Module, str]]:
+def add_shape_arguments(ap: argparse.ArgumentParser, d_model: int = 256, n_head: int = 4) -> None:
+    """The model and batch shape both contenders get (shared with bench/profile_step.py)."""
+    ap.add_argument("--n-layer", type=int, default=4)
+    ap.add_argument("--d-model", type=int, default=d_model)
+    ap.add_argument("--n-head", type=int, default=n_head)
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--vocab", type=int, default=4096)
+
+
+def model_pair(args) -> tuple[GPT, BaselineGPT]:
+    """scratchlm's GPT and the plain baseline at the shape of add_shape_arguments, from seed 0."""
     torch.manual_seed(0)
     ours = GPT(ModelConfig(n_layer=args.n_layer, d_model=args.d_model, n_head=args.n_head, seq_len=args.seq_len),
                args.vocab)
     base = BaselineGPT(BaselineConfig(vocab_size=args.vocab, n_layer=args.n_layer, n_head=args.n_head,
                                       d_model=args.d_model, seq_len=args.seq_len))
+    return ours, base
+
+
+def contenders(args) -> dict[str, tuple[torch.nn.Module, str]]:
+    ours, base = model_pair(args)
     models = {"baseline fp32": (base, "fp32")} | {f"ours {p}": (ours, p) for p in args.precisions}
     if args.compile:  # compiled once per contender before the first round; compile time is measured apart
         compiled = torch.compile(ours)
@@ -88,12 +104,7 @@ def time_steps(model: torch.nn.Module, precision: str, args, steps: int) -> floa
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-layer", type=int, default=4)
-    ap.add_argument("--d-model", type=int, default=256)
-    ap.add_argument("--n-head", type=int, default=4)
-    ap.add_argument("--seq-len", type=int, default=256)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--vocab", type=int, default=4096)
+    add_shape_arguments(ap)
     ap.add_argument("--steps", type=int, default=5, help="timed steps per contender per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1,

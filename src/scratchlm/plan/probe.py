@@ -131,11 +131,11 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
 
 
 class _Run:
-    """Median times of the timed steps; the first step (optimizer state, kernel choice, a compile) apart."""
+    """Median times of the timed steps (the first step, which allocates optimizer state and picks kernels, is not
+    among them)."""
 
-    def __init__(self, first_step: float, micro_times: list[float], step_times: list[float], losses: list[float],
-                 last_x: torch.Tensor):
-        self.first_step, self.losses, self.last_x = first_step, losses, last_x
+    def __init__(self, micro_times: list[float], step_times: list[float], losses: list[float], last_x: torch.Tensor):
+        self.losses, self.last_x = losses, last_x
         self.micro, self.optimizer_step = statistics.median(micro_times), statistics.median(step_times)
         self.steps, self.micro_batches = len(step_times), len(micro_times)
 
@@ -167,9 +167,8 @@ def _timed_steps(model, optimizer, scaler, batches: Batches, device: torch.devic
     micro_times: list[float] = []
     step_times: list[float] = []
     losses: list[float] = []
-    deadline, first_step, steps = None, 0.0, 0
+    deadline, steps = None, 0
     while deadline is None or time.perf_counter() < deadline or steps < min_steps + 1:
-        t_step = time.perf_counter()
         for _ in range(micro_per_step):
             seconds_micro, loss, x = _micro(model, batches, device, precision, scaler, grad_accum)
             micro_times.append(seconds_micro)
@@ -177,11 +176,10 @@ def _timed_steps(model, optimizer, scaler, batches: Batches, device: torch.devic
         step_times.append(_optimizer_step(model, optimizer, scaler, device, grad_clip))
         steps += 1
         if deadline is None:  # the first step allocates optimizer state and picks kernels: not timed
-            first_step = time.perf_counter() - t_step
             micro_times.clear()
             step_times.clear()
             deadline = time.perf_counter() + seconds
-    return _Run(first_step, micro_times, step_times, losses, x)
+    return _Run(micro_times, step_times, losses, x)
 
 
 def _measure_compile(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str,
