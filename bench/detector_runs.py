@@ -227,7 +227,10 @@ def prepare(workdir: Path, corpus: dict[str, Path], d_model: int, log_every: int
         assert f"\n{key} = {value}\n" in text, key  # the micro config changed: update these defaults
     path.write_text(text.replace("\nd_model = 64\n", f"\nd_model = {d_model}\n")
                     .replace("\nlog_every = 5\n", f"\nlog_every = {log_every}\n")
-                    .replace("\nlearning_rate = 0.005\n", f"\nlearning_rate = {lr}\n"))
+                    .replace("\nlearning_rate = 0.005\n", f"\nlearning_rate = {lr}\n")
+                    # fp32 everywhere: precision auto measures bf16 against fp32 and picks by CPU, and a healthy
+                    # 300-step run under bf16 autocast was seen to set off weight_growth (calibrated on fp32 runs)
+                    .replace("[train]\n", '[train]\nprecision = "fp32"\n', 1))
     cfg = stages.load_config(path)
     art = stages.plan_artifacts(cfg)
     stages.stage_training_inputs(cfg, art)

@@ -14,13 +14,14 @@ import torch
 from scratchlm import cli
 from scratchlm.errors import UserError
 from scratchlm.ids import read_json, write_json
+from scratchlm.model.best import BEST, best_checkpoint, mark_best
 from scratchlm.model.checkpoint import list_checkpoints, load_model_weights, verify_checkpoint
 from scratchlm.monitor.dashboard import write_dashboard
 from scratchlm.monitor.monitor import read_rows
 from scratchlm.stages import load_config, plan_artifacts, stage_train
 from scratchlm.train import checkpoint as ckpt
 from scratchlm.train import loop
-from scratchlm.train.checkpoint import best_checkpoint, load_training_state, mark_best, save_checkpoint
+from scratchlm.train.checkpoint import load_training_state, save_checkpoint
 from train_procs import env, micro_run_config, prepare
 
 
@@ -106,7 +107,7 @@ def test_garbage_weights_and_state_with_matching_checksums_are_one_line_naming_t
 def test_a_garbage_best_json_is_logged_and_written_again(tmp_path, capsys):
     model = _tiny_model()
     _save(tmp_path, 1, model)
-    (tmp_path / ckpt.BEST).write_text("{garbage")
+    (tmp_path / BEST).write_text("{garbage")
     _save(tmp_path, 2, model)  # pruning reads best.json
     assert "best.json is damaged" in capsys.readouterr().err
     assert mark_best(tmp_path, 2, 3.0) and best_checkpoint(tmp_path).name == "step_0000002"
@@ -118,19 +119,19 @@ def test_a_torn_metrics_line_is_dropped_on_resume_and_best_json_rebuilt(run, cap
     shutil.rmtree(checkpoints / "step_0000020")
     with open(train_dir / "metrics.jsonl", "a") as f:
         f.write('{"step": 21, "loss": 4.')  # what a kill mid-write leaves
-    (checkpoints / ckpt.BEST).write_text("{garbage")
+    (checkpoints / BEST).write_text("{garbage")
     stage_train(cfg, art, resume=True)
     assert "dropped the torn last line" in capsys.readouterr().err
     _assert_consistent(train_dir, 20, [10, 20], tmp_path)
     evals = {r["step"]: r["val_loss"] for r in _rows(train_dir) if "eval" in r}
-    assert read_json(checkpoints / ckpt.BEST)["step"] == min(evals, key=evals.get)
+    assert read_json(checkpoints / BEST)["step"] == min(evals, key=evals.get)
 
 
 def test_a_resumed_run_shows_no_verdicts_of_the_stopped_one_while_it_runs(run, monkeypatch):
     cfg, art = run
     train_dir, checkpoints = _killed_after_step_20(cfg, art)
     shutil.rmtree(checkpoints / "step_0000020")
-    monkeypatch.setattr(loop, "evaluate_domains", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("killed")))
+    monkeypatch.setattr(loop, "evaluate_step", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("killed")))
     with pytest.raises(RuntimeError, match="killed"):  # the resumed run is still going at step 20
         stage_train(cfg, art, resume=True)
     assert not (train_dir / "monitor.json").exists()  # the dashboard shows "running", not the old verdicts
@@ -273,23 +274,23 @@ def test_run_passes_resume_from_to_training(prepared, monkeypatch):
 
 def test_an_evaluation_lost_to_a_kill_runs_on_resume(run, monkeypatch, tmp_path):
     cfg, art = run
-    real = loop.evaluate_domains
+    real = loop.evaluate_step
 
     def killed(*a, **kw):  # the kill lands after the step-10 checkpoint, during its evaluation
         raise RuntimeError("killed")
 
-    monkeypatch.setattr(loop, "evaluate_domains", killed)
+    monkeypatch.setattr(loop, "evaluate_step", killed)
     with pytest.raises(RuntimeError, match="killed"):
         stage_train(cfg, art)
     train_dir, checkpoints = art["train"].dir, art["train"].dir / "checkpoints"
     assert [p.name for p in list_checkpoints(checkpoints)] == ["step_0000010"]
-    assert not any("eval" in r for r in _rows(train_dir)) and not (checkpoints / ckpt.BEST).exists()
+    assert not any("eval" in r for r in _rows(train_dir)) and not (checkpoints / BEST).exists()
 
-    monkeypatch.setattr(loop, "evaluate_domains", real)
+    monkeypatch.setattr(loop, "evaluate_step", real)
     stage_train(cfg, art, resume=True)
     _assert_consistent(train_dir, 20, [10, 20], tmp_path)
     assert (train_dir / "samples" / "step_0000010.json").exists()
-    assert read_json(checkpoints / ckpt.BEST)["step"] in (10, 20)
+    assert read_json(checkpoints / BEST)["step"] in (10, 20)
 
 
 # ---- 4. a full disk -----------------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ from scratchlm.config import ModelConfig, config_from_dict
 from scratchlm.errors import UserError
 from scratchlm.ids import write_json
 from scratchlm.model import GPT
+from scratchlm.model.best import best_checkpoint, mark_best
 from scratchlm.model.checkpoint import list_checkpoints, load_model_weights, verify_checkpoint
 from scratchlm.tokenizer.shards import TokenShard, TokenShardWriter
-from scratchlm.train.checkpoint import best_checkpoint, mark_best, save_checkpoint
+from scratchlm.train.checkpoint import save_checkpoint
 from scratchlm.train.loader import MixtureLoader, Prefetcher, window_starts
 
 SOURCES = {"sources": [{"name": "a", "domain": "a", "path": "x"}]}

@@ -40,12 +40,24 @@ def _train_options(p: argparse.ArgumentParser) -> None:
 
 
 def _eval_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("verb", nargs="?", choices=("human", "rate"), help="human: write a rating sheet; rate: score it")
+    p.add_argument("verb", nargs="?", choices=("human", "rate", "watch"),
+                   help="human: write a rating sheet; rate: score it; watch: evaluate the run's checkpoints beside it")
     p.add_argument("sheet", nargs="?", help="the rating sheet (eval rate)")
     p.add_argument("--checkpoint", help="evaluate this checkpoint with the full suite, stored next to it")
     p.add_argument("--n", type=int, default=20, help="outputs on the rating sheet (eval human)")
     p.add_argument("--format", choices=("json", "csv"), default="json", help="rating sheet format (eval human)")
     p.add_argument("--out", help="rating sheet path (default: the checkpoint's evals folder)")
+    p.add_argument("--device", default="auto",
+                   help="eval watch: where to evaluate (cpu, cuda:1, ...; auto: a second GPU if any, else the CPU)")
+    p.add_argument("--suite", choices=("fast", "full"), default="fast",
+                   help="eval watch: fast = the trainer's evaluation (per-domain loss, samples); full = also the "
+                        "suite of `eval --checkpoint` (tasks, HumanEval, diversity)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--every-checkpoint", action="store_true", help="eval watch: evaluate every checkpoint")
+    which.add_argument("--every", type=int, default=None, metavar="N",
+                       help="eval watch: evaluate the checkpoints of steps that are multiples of N (and the last); "
+                            "default: those of train.eval_every")
+    p.add_argument("--threads", type=int, default=0, help="eval watch: torch CPU threads (0: torch's default)")
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
@@ -86,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume-from", metavar="STEP_DIR", help=RESUME_FROM_HELP)
     p.add_argument("--force", action="store_true",
                    help="continue past a plan in error or a contamination error (an eval set mostly copied in training)")
+    p.add_argument("--eval-device", default=None, metavar="DEVICE",
+                   help="evaluate beside the training on this device (cuda:1, cpu): starts `scratchlm eval watch` "
+                        "for the length of the training, which then evaluates nothing itself (train.eval = external)")
     _budget_options(p)
 
     p = sub.add_parser("plan", help=STAGE["plan"].help)
@@ -250,7 +265,7 @@ def _dispatch_with_config(args: argparse.Namespace) -> int:
         from .stages import run_all
 
         run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from,
-                budget_hours=args.budget_hours, price_per_hour=args.price_per_hour)
+                budget_hours=args.budget_hours, price_per_hour=args.price_per_hour, eval_device=args.eval_device)
         return 0
     if args.command == "plan":
         from .plan.commands import plan_command

@@ -207,6 +207,7 @@ class TrainConfig:
     checkpoint_minutes: float = bounded(0.0, ge=0, operational=True)  # also checkpoint when this many minutes passed since the last one; 0 disables
     keep_last: int = bounded(3, ge=1)  # checkpoints kept on disk (plus the best by validation loss)
     eval_every: int = bounded(500, ge=1)
+    eval: str = operational("inline")  # inline | external: external leaves evaluation and sampling at eval_every steps to `scratchlm eval watch`, beside the run
     log_every: int = bounded(10, ge=1, operational=True)
     threads: int = bounded(0, ge=0, operational=True)  # CPU threads for torch; 0 uses every core
 
@@ -301,6 +302,7 @@ class MonitorConfig:
     weight_growth: float = bounded(0.25, gt=0)  # relative growth of a layer's weight norm across that span that warns, if not slowing
     weight_growth_after: float = bounded(0.5, ge=0, lt=1)  # share of train.max_steps (and the warmup) while norms settle: not judged
     stall_share: float = bounded(0.2, gt=0, lt=1)  # share of step time spent waiting for data above which the loader is stalling
+    watch_slowdown: float = bounded(0.25, gt=0, lt=1)  # tokens/s lost while a competing eval watcher evaluates (against intervals without it) above which it is stalling training
     domain_rise: float = bounded(0.01, ge=0)  # nats/token a domain's validation loss may rise while the mean falls
     overconfidence_loss_tolerance: float = bounded(0.0, ge=0)  # val loss must fall by more than this for rising logits to be ok
     repetition_ngram: int = bounded(4, ge=1)  # word n-gram size of the repetition measure on samples
@@ -514,6 +516,7 @@ def validate(cfg: Config, where: str) -> None:
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")
     _check(t.device in ("auto", "cpu", "cuda", "mps"), where, "`train.device` must be auto, cpu, cuda or mps")
     _check(t.compile in ("auto", True, False), where, f"`train.compile` must be auto, true or false, got {t.compile!r}")
+    _check(t.eval in ("inline", "external"), where, f"`train.eval` must be inline or external, got {t.eval!r}")
     e = cfg.eval.suite
     _check(e.humaneval in ("auto", "on", "off"), where, "`eval.suite.humaneval` must be auto, on or off")
     for i, task in enumerate(e.tasks):

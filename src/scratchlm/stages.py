@@ -255,15 +255,23 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
 
 
 def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from: Path | None = None,
-            budget_hours: float | None = None, price_per_hour: float | None = None) -> dict:
+            budget_hours: float | None = None, price_per_hour: float | None = None,
+            eval_device: str | None = None) -> dict:
     """Every stage in order, each skipped when up to date. force: continue past a plan in error, or a
-    contamination error (an eval set mostly copied in training). budget_hours / price_per_hour: see stage_plan."""
+    contamination error (an eval set mostly copied in training). budget_hours / price_per_hour: see stage_plan.
+    eval_device: evaluate during training with the eval watcher on that device (train.eval becomes external, an
+    operational key: the training's ID stays)."""
+    if eval_device is not None:
+        cfg.train.eval = "external"
     art = plan_artifacts(cfg)
     options = {"decontaminate": {"allow_contaminated": force},
                "plan": {"force": force, "budget_hours": budget_hours, "price_per_hour": price_per_hour},
                "train": {"resume": resume, "resume_from": resume_from}}
     result = None
     for stage in STAGES:
+        if stage.name == "train" and eval_device is not None and not art["train"].done:
+            _train_beside_watcher(cfg, art, eval_device, options["train"])
+            continue
         result = stage.run(cfg, art, **options.get(stage.name, {}))
     from .eval.base_quality import judge_base  # the verdict `scratchlm sft` will apply to this base
 
@@ -271,6 +279,19 @@ def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from:
     for line in result.get("expected_in_demo", []):
         log(f"expected in this demo: {line}")
     return result
+
+
+def _train_beside_watcher(cfg: Config, art: dict[str, Artifact], eval_device: str, options: dict) -> None:
+    """`run --eval-device`: the watcher evaluates the training's checkpoints for the length of the training."""
+    from .eval.watch import start_watcher, stop_watcher
+
+    watcher = start_watcher(cfg, eval_device)
+    finished = False
+    try:
+        STAGE["train"].run(cfg, art, **options)
+        finished = True
+    finally:
+        stop_watcher(watcher, finished)
 
 
 def stage_training_inputs(cfg: Config, art: dict[str, Artifact], allow_contaminated: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""`scratchlm eval` with a checkpoint or a verb: the suite, the rating sheet, the rating session."""
+"""`scratchlm eval` with a checkpoint or a verb: the suite, the rating sheet, the rating session, the watcher."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +23,14 @@ def run_eval_command(args, cfg: Config | None, art: dict[str, Artifact] | None) 
         return
     if cfg is None or art is None:
         raise UserError("scratchlm eval needs -c CONFIG")
+    if args.verb == "watch":
+        from .watch import WatchOptions, watch
+
+        if args.every is not None and args.every < 1:
+            raise UserError(f"--every must be a positive number of steps, got {args.every}")
+        watch(cfg, art, WatchOptions(device=args.device, suite=args.suite, every=args.every,
+                                     every_checkpoint=args.every_checkpoint, threads=args.threads))
+        return
     if args.verb == "human":
         from .human import write_sheet
         from .report import write_checkpoint_report

@@ -21,8 +21,9 @@ class ScoredCheckpoint:
     prompts: list[str]  # the config's, else those the run sampled during training
 
 
-def score_checkpoint(cfg: Config, checkpoint: Path, shards_dir: Path) -> ScoredCheckpoint:
-    device = pick_device(cfg.train.device)
+def score_checkpoint(cfg: Config, checkpoint: Path, shards_dir: Path, device=None) -> ScoredCheckpoint:
+    """device: where to evaluate (default: the config's training device)."""
+    device = pick_device(cfg.train.device) if device is None else device
     precision = pick_precision(cfg.train.precision, device)
     model, tokenizer, meta = load_model(checkpoint, device)
     batch, max_batches = cfg.train.batch_size, cfg.eval.max_batches

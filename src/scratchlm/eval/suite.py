@@ -38,12 +38,13 @@ def sample_generations(model, tokenizer, prompts: list[str], cfg: Config) -> lis
     return out
 
 
-def evaluate_suite(cfg: Config, art: dict[str, Artifact], checkpoint: Path) -> dict:
+def evaluate_suite(cfg: Config, art: dict[str, Artifact], checkpoint: Path, device=None) -> dict:
+    """device: where to evaluate (default: the config's training device; the eval watcher passes its own)."""
     checkpoint = Path(checkpoint).resolve()
     shards = require(art, "shards").dir
     check_same_tokenizer(checkpoint, require(art, "tokenizer").dir / "tokenizer.json")
     log(f"eval: checkpoint {checkpoint} (id {checkpoint_id(checkpoint)})")
-    scored = score_checkpoint(cfg, checkpoint, shards)
+    scored = score_checkpoint(cfg, checkpoint, shards, device)
     model, tokenizer, e = scored.model, scored.tokenizer, cfg.eval
     generations = sample_generations(model, tokenizer, scored.prompts, cfg)
     result = {"checkpoint": str(checkpoint), "checkpoint_id": checkpoint_id(checkpoint), "step": scored.meta["step"],

@@ -106,7 +106,11 @@ def throughput_chart(train, evals, alerts, ax) -> None:
 
 
 def wait_chart(train, evals, alerts, ax) -> None:
-    ax.plot(*_series(train, lambda r: r.get("data_wait_share")), color="C1", lw=1)
+    ax.plot(*_series(train, lambda r: r.get("data_wait_share")), color="C1", lw=1, label="waiting for data")
+    if any("watch_share" in r for r in train):  # an eval watcher competed: when it was busy, beside the wait
+        ax.plot(*_series(train, lambda r: r.get("watch_share")), color="C7", lw=1, alpha=0.7,
+                label="eval watcher busy on a shared device")
+        ax.legend(fontsize=7)
     ax.set_ylim(0, 1)
     ax.set_title("Share of step time waiting for data")
     _finish(ax, "share")

@@ -17,6 +17,7 @@ from .charts import render_charts
 from .detectors import ALL_NAMES
 from .monitor import ALERTS, SUMMARY, read_rows
 from .sample_diff import html_diff, load_samples, sample_files
+from .watch_rows import in_step_order, source_of, summary_sentence, watch_summary
 
 DASHBOARD = "dashboard.html"
 STYLE = """
@@ -93,7 +94,21 @@ def _latest_eval(rows: list[dict]) -> str:
     last = evals[-1]
     keys = ["loss", "bpb", "top1", "top10", "logit_max", "logit_max_mean", "logit_std", "entropy"]
     body = _table(["domain", *keys], [[d, *(r.get(k) for k in keys)] for d, r in last["eval"].items()])
-    return f"<p>Step {last['step']}, mean validation loss {_fmt(last.get('val_loss'))}.</p>{body}"
+    return (f"<p>Step {last['step']}, mean validation loss {_fmt(last.get('val_loss'))}; {_e(source_of(last))}.</p>"
+            f"{body}")
+
+
+def _watched(rows: list[dict]) -> str:
+    """The eval watcher's evaluations: where, how long, how long after their checkpoint."""
+    summary = watch_summary(rows)
+    if summary is None:
+        return ""
+    table = _table(["step", "checkpoint", "device", "suite", "shared with training", "evaluation (s)",
+                    "checkpoint to result (s)"],
+                   [[r["step"], r["watch"]["checkpoint"], r["watch"]["device"], r["watch"]["suite"],
+                     "yes" if r["watch"]["shared"] else "no", round(r["watch"]["eval_s"], 1),
+                     round(r["watch"]["latency_s"], 1)] for r in rows if "eval" in r and "watch" in r])
+    return f"<h2>Evaluations beside the run</h2><p>{_e(summary_sentence(summary))}</p>{table}"
 
 
 def _sample_diffs(train_dir: Path) -> str:
@@ -119,7 +134,7 @@ def _sample_diffs(train_dir: Path) -> str:
 
 def write_dashboard(train_dir: Path, out_dir: Path) -> Path:
     train_dir, out_dir = Path(train_dir), Path(out_dir)
-    rows = read_rows(train_dir / "metrics.jsonl")
+    rows = in_step_order(read_rows(train_dir / "metrics.jsonl"))  # a watcher's rows come late
     alerts = read_rows(train_dir / ALERTS)
     summary = json.loads((train_dir / SUMMARY).read_text()) if (train_dir / SUMMARY).exists() else None
     charts = render_charts(rows, alerts)
@@ -141,7 +156,7 @@ def write_dashboard(train_dir: Path, out_dir: Path) -> Path:
         h.append(f'<div class="error"><h2>Run halted</h2><p>{_e(d.get("explanation", ""))}</p>'
                  f"<pre>{_e(json.dumps({k: d.get(k) for k in ('step', 'loss', 'grad_norm', 'lr', 'nonfinite_grads', 'next')}, indent=1))}</pre></div>")
     h += ["<h2>Detectors</h2>", _verdicts(summary, alerts), "<h2>Latest evaluation</h2>", _latest_eval(rows),
-          "<h2>Charts</h2>", '<div class="charts">']
+          _watched(rows), "<h2>Charts</h2>", '<div class="charts">']
     for name, png in charts.items():
         h.append(f'<figure class="chart" id="chart-{name}"><img alt="{name}" '
                  f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>')

@@ -139,21 +139,57 @@ def _slope(points: list[tuple[float, float]]) -> float:
 
 
 class LoaderStall:
-    """The training thread waited for data for a large share of the step time."""
+    """The training waited for data for a large share of the step time; or, with an eval watcher competing for its
+    device or the loader's cores (train.eval = external), it ran much slower while the watcher evaluated.
+
+    The second is judged from throughput, not only from the data wait: measured on CPU, a watcher on the same cores
+    halves the tokens/s while the prefetching loader still keeps up (docs/benchmarks.md), so a wait-only check
+    would call that interval healthy."""
 
     name = "loader_stall"
     kind = "log"
+    BASELINE = 20  # log intervals without the watcher that its slowdown is measured against (their median)
+    BASELINE_MIN = 3
+    BUSY = 0.5  # intervals the watcher was busy for at least this share of are judged
 
     def __init__(self, cfg: MonitorConfig):
-        self.share = cfg.stall_share
+        self.share, self.slowdown = cfg.stall_share, cfg.watch_slowdown
+        self.alone: deque[float] = deque(maxlen=self.BASELINE)
 
     def check(self, row: dict) -> list[Alert]:
+        alerts = []
         share = row.get("data_wait_share")
-        if share is None or share <= self.share:
+        if share is not None and share > self.share:
+            message = (f"{share:.0%} of step time was spent waiting for data (threshold {self.share:.0%}): the "
+                       f"loader is starving the model")
+            if row.get("watch_share"):
+                message += (f", while the eval watcher was evaluating on a shared device for "
+                            f"{row['watch_share']:.0%} of the interval")
+            alerts.append(Alert(row["step"], self.name, "loader", "warning", message))
+        if "tokens_per_s" in row:
+            alerts += self._beside_watcher(row)
+        return alerts
+
+    def _beside_watcher(self, row: dict) -> list[Alert]:
+        """No watch_share: no competing watcher in the interval (none started yet, or one on its own device)."""
+        busy, speed = row.get("watch_share", 0.0), row["tokens_per_s"]
+        if busy == 0:
+            self.alone.append(speed)
             return []
-        return [Alert(row["step"], self.name, "loader", "warning",
-                      f"{share:.0%} of step time was spent waiting for data (threshold {self.share:.0%}): the "
-                      f"loader is starving the model")]
+        if busy < self.BUSY or len(self.alone) < self.BASELINE_MIN:
+            return []
+        base = sorted(self.alone)[len(self.alone) // 2]
+        drop = 1 - speed / base
+        if drop <= self.slowdown:
+            return []
+        wait = row.get("data_wait_share")
+        return [Alert(row["step"], self.name, "eval watcher", "warning",
+                      f"training ran at {speed:,.0f} tokens/s while the eval watcher evaluated beside it ({busy:.0%} "
+                      f"of the interval), {drop:.0%} below the {base:,.0f} tokens/s of intervals without it "
+                      f"(threshold {self.slowdown:.0%})"
+                      + (f"; data wait {wait:.1%} of step time" if wait is not None else "")
+                      + ": it shares the training's device or the loader's CPU cores; give it another device "
+                        "(`eval watch --device`) or cores of its own (taskset)")]
 
 
 class _BetweenEvaluations:

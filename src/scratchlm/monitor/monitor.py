@@ -19,15 +19,13 @@ from pathlib import Path
 from ..errors import UserError
 from ..ids import write_json
 from ..progress import log
-from .detectors import ALL_NAMES, NONFINITE, Alert, build_detectors
+from .detectors import NONFINITE, Alert
 from .diagnosis import diagnose
 from .norms import UpdateRatio, grad_norms, grouped_parameters, weight_norms
-from .sample_diff import load_samples, repeated_ngram_rate, sample_files, text_diff
+from .sample_diff import load_samples, repetition_rates, sample_files, write_sample_diff
 from .sinks import flatten, open_sinks
 from .throughput import flops_per_token, memory_bytes, peak_flops
-
-ALERTS = "alerts.jsonl"
-SUMMARY = "monitor.json"
+from .verdicts import ALERTS, SUMMARY, Verdicts
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -72,19 +70,14 @@ class Monitor:
         self.flops_per_token = flops_per_token(model)
         self.peak = peak_flops(device, precision, self.m.peak_flops)
         self.update = UpdateRatio()
-        self.detectors = build_detectors(self.m, cfg.train)
-        self.active: set[tuple[str, str]] = set()
-        self.stats = {name: {"checks": 0, "fired": 0, "verdict": "ok", "first_step": None, "last_step": None,
-                             "message": ""} for name in ALL_NAMES}
+        self.verdicts = Verdicts(cfg, out / ALERTS)
+        self.stats = self.verdicts.stats
         self.grad_groups: dict[str, float] = {}
         self.last_row: dict | None = None
         self.previous_samples, self.previous_step = None, None
-        self.alerts_file = open(out / ALERTS, "w", encoding="utf-8")
         (out / SUMMARY).unlink(missing_ok=True)  # a stopped run's verdicts: this run is going, the dashboard says
-        self.replaying = True
-        for row in read_rows(out / "metrics.jsonl"):  # resume: rebuild detector state from the rows kept
-            self._judge(row)
-        self.replaying = False
+        # resume: rebuild detector state from the rows kept (in step order: a watcher appends its rows late)
+        self.verdicts.replay(sorted(read_rows(out / "metrics.jsonl"), key=lambda r: r["step"]))
         for s, path in sample_files(out / "samples"):
             if s <= start_step:
                 self.previous_samples, self.previous_step = load_samples(path), s
@@ -113,11 +106,8 @@ class Monitor:
         return row
 
     def on_eval(self, step: int, row: dict, samples: list[dict]) -> dict:
-        row["repetition"] = [repeated_ngram_rate(s["completion"], self.m.repetition_ngram) for s in samples]
-        label = f"step {self.previous_step}" if self.previous_step is not None else "(none)"
-        (self.out / "samples").mkdir(exist_ok=True)
-        (self.out / "samples" / f"step_{step:07d}.diff").write_text(
-            text_diff(self.previous_samples, samples, label, f"step {step}"), encoding="utf-8")
+        row["repetition"] = repetition_rates(samples, self.m.repetition_ngram)
+        write_sample_diff(self.out / "samples", step, samples, self.previous_samples, self.previous_step)
         self.previous_samples, self.previous_step = samples, step
         self._judge(row)
         return row
@@ -130,15 +120,15 @@ class Monitor:
     def diagnose(self, step: int, loss: float, grad_norm: float, lr: float | None = None) -> dict:
         accum = getattr(self.loader, "grad_accum", self.cfg.train.grad_accum)
         d = diagnose(step, loss, grad_norm, self.model, self.loader, accum, self.last_row, lr)
-        self._record([Alert(step, NONFINITE, "loss/gradients", "error", d["explanation"])], NONFINITE)
+        self.verdicts.record([Alert(step, NONFINITE, "loss/gradients", "error", d["explanation"])], NONFINITE)
         self.close()
         return d
 
     def close(self) -> dict:
         summary = {"detectors": self.stats, "flops_per_token": self.flops_per_token, "peak_flops": self.peak}
         write_json(self.out / SUMMARY, summary)
-        if not self.alerts_file.closed:
-            self.alerts_file.close()
+        if not self.verdicts.alerts_file.closed:
+            self.verdicts.close()
             for sink in self.sinks:
                 sink.close()
             log("monitor: " + ", ".join(f"{n} {s['verdict']}" + (f" ({s['fired']}x)" if s["fired"] else "")
@@ -150,28 +140,7 @@ class Monitor:
         return step % self.log_every == 0 or step == self.max_steps
 
     def _judge(self, row: dict) -> None:
-        kind = "eval" if "eval" in row else "log"
-        for det in self.detectors:
-            if det.kind == kind:
-                self._record(det.check(row), det.name)
-
-    def _record(self, alerts: list[Alert], detector: str) -> None:
-        s = self.stats[detector]
-        s["checks"] += 1
-        now = {(a.detector, a.subject) for a in alerts}
-        for a in alerts:
-            s["fired"] += 1
-            s["first_step"] = a.step if s["first_step"] is None else s["first_step"]
-            s["last_step"], s["message"] = a.step, a.message
-            if a.verdict == "error" or s["verdict"] == "ok":
-                s["verdict"] = a.verdict
-            if (a.detector, a.subject) in self.active:
-                continue  # still holding: already in the log and the timeline
-            self.alerts_file.write(json.dumps(a.to_dict()) + "\n")
-            self.alerts_file.flush()
-            if not self.replaying:
-                log(f"monitor: {a.verdict}: step {a.step}: {a.message}")
-        self.active = {k for k in self.active if k[0] != detector} | now
+        self.verdicts.judge(row)
 
 
 class NullMonitor:

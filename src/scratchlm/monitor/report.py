@@ -7,12 +7,16 @@ from ..ids import read_json
 from ..md import cell
 from .dashboard import write_dashboard
 from .monitor import ALERTS, SUMMARY, read_rows
+from .watch_rows import summary_sentence, watch_summary
 
 
 def monitoring_section(train_dir: Path, out: Path) -> list[str]:
     dashboard = write_dashboard(train_dir, out)
     md = ["## Monitoring", "", f"Dashboard: [{dashboard.name}]({dashboard.name}) (self-contained HTML: per-domain "
           f"curves, norms, top-1/top-10, logit statistics, alerts, sample diffs); plots in `{out / 'plots'}`.", ""]
+    watched = watch_summary(read_rows(Path(train_dir) / "metrics.jsonl"))
+    if watched is not None:
+        md += [summary_sentence(watched), ""]
     summary_path = Path(train_dir) / SUMMARY
     if not summary_path.exists():
         return md + ["No monitor summary in the training directory (trained before the monitor existed?).", ""]

@@ -18,6 +18,20 @@ def repeated_ngram_rate(text: str, n: int) -> float | None:
     return 1.0 - len(set(grams)) / len(grams)
 
 
+def repetition_rates(samples: list[dict], n: int) -> list[float | None]:
+    """The repetition rate of each generation: what an evaluation row records under "repetition"."""
+    return [repeated_ngram_rate(s["completion"], n) for s in samples]
+
+
+def write_sample_diff(samples_dir: Path, step: int, samples: list[dict], previous: list[dict] | None,
+                      previous_step: int | None) -> None:
+    """samples/step_N.diff: this evaluation's generations against the previous evaluation's."""
+    label = f"step {previous_step}" if previous_step is not None else "(none)"
+    samples_dir.mkdir(exist_ok=True)
+    (samples_dir / f"step_{step:07d}.diff").write_text(text_diff(previous, samples, label, f"step {step}"),
+                                                       encoding="utf-8")
+
+
 def sample_files(samples_dir: Path) -> list[tuple[int, Path]]:
     """(step, path) of every saved generation set, in step order."""
     if not samples_dir.is_dir():

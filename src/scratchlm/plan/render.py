@@ -86,7 +86,10 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
                              + (f" (compile {duration(tp['compile_seconds'])} included)"
                                 if tp.get("compile_seconds") else "")
                              + f" + {tp['checkpoints']} checkpoints {duration(tp['checkpoint_seconds'])} + "
-                             f"{tp['evaluations']} evaluations {duration(tp['eval_seconds'])} + one restart "
+                             + (f"{tp['evaluations']} evaluations by the eval watcher (not in this time) + "
+                                if tp.get("eval_external") else
+                                f"{tp['evaluations']} evaluations {duration(tp['eval_seconds'])} + ")
+                             + "one restart "
                              f"{duration(tp['restart_seconds'])} ({tp['restart_lost_steps']} steps lost)"))
         if "cost" in tp:
             rows.append(("cost", f"{tp['cost']:,.2f} at {tp['price_per_hour']:g}/hour"))

@@ -1,21 +1,19 @@
 """The run report: one Markdown file to read, one JSON file for tools, and plots of the curves."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..ids import read_json, write_json
 from ..md import cell
+from ..monitor.monitor import read_rows
 from ..monitor.report import monitoring_section
+from ..monitor.watch_rows import in_step_order
 from .data_section import data_section
 from ..tokenizer.report_section import tokenizer_section
 
 
 def _metrics(train_dir: Path) -> list[dict]:
-    path = train_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return in_step_order(read_rows(train_dir / "metrics.jsonl"))  # an eval watcher's rows come late
 
 
 def plot_curves(rows: list[dict], out: Path) -> Path | None:

@@ -34,7 +34,8 @@ def timing_section(dirs: dict[str, Path], plan: dict | None, table) -> tuple[lis
     if training["ratio"] is not None:
         t = plan["time"]
         md.append(f"Training took {duration(measured)}; the plan predicted {duration(predicted)} (training "
-                  f"{duration(t['train_seconds'])}, {t['checkpoints']} checkpoints, {t['evaluations']} evaluations; "
+                  f"{duration(t['train_seconds'])}, {t['checkpoints']} checkpoints, {t['evaluations']} evaluations"
+                  f"{' by the eval watcher, not counted' if t.get('eval_external') else ''}; "
                   f"without the restart it budgets for): **{training['ratio']:.2f}x** the prediction.")
     elif plan is None:
         md.append("No plan was saved for this training, so there is no prediction to compare "

@@ -20,11 +20,9 @@ from safetensors.torch import save_file
 from ..atomic import fsync_path, replacing_dir
 from ..disk import free_bytes, size_text
 from ..errors import UserError
-from ..ids import file_digest, read_json, write_json
+from ..ids import file_digest, write_json
+from ..model.best import best_checkpoint
 from ..model.checkpoint import PREFIX, WEIGHTS, list_checkpoints, model_tensors
-from ..progress import log
-
-BEST = "best.json"  # names the checkpoint with the lowest validation loss so far; kept when pruning
 
 
 def _git_commit() -> str | None:
@@ -72,11 +70,12 @@ def save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[st
 
 def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: dict, meta: dict,
                     keep_last: int, files: tuple[Path, ...] = (), model_state: dict | None = None,
-                    optimizer_state: dict | None = None) -> Path:
+                    optimizer_state: dict | None = None, keep: tuple[Path, ...] = ()) -> Path:
     """`files` (the tokenizer) are copied in, so one checkpoint directory is enough to load the model.
 
     `model_state` / `optimizer_state` replace the model's and optimizer's own state dicts when given (FSDP
-    gathers them across ranks first). The last `keep_last` checkpoints survive, and so does the best one.
+    gathers them across ranks first). The last `keep_last` checkpoints survive, and so does the best one, and
+    so do those in `keep` (checkpoints the eval watcher has not read yet).
     """
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{PREFIX}{step:07d}"
@@ -91,7 +90,7 @@ def save_checkpoint(directory: Path, step: int, model, optimizer, extra_state: d
     fsync_path(directory)
     best = best_checkpoint(directory)
     for old in list_checkpoints(directory)[:-keep_last]:
-        if old != best:
+        if old != best and old not in keep:
             shutil.rmtree(old, ignore_errors=True)
     return final
 
@@ -125,47 +124,6 @@ def _write_failure(final: Path, error: BaseException, needed: int) -> str:
     kept = f"; {previous[-1].name} is untouched" if previous else ""
     return (f"could not write checkpoint {final} ({reason}): {size_text(free_bytes(final.parent))} free on its "
             f"disk, about {size_text(needed)} needed{kept}; free some space, then resume with --resume")
-
-
-def _read_best(directory: Path) -> dict | None:
-    path = Path(directory) / BEST
-    if not path.exists():
-        return None
-    try:
-        best = read_json(path)
-        return {"checkpoint": str(best["checkpoint"]), "val_loss": float(best["val_loss"])}
-    except (ValueError, KeyError, TypeError) as e:
-        # Only ever written atomically, so this is damage from outside: drop it and let evaluations rewrite it.
-        log(f"checkpoint: {path} is damaged ({type(e).__name__}: {e}); removed, the next evaluation writes it again")
-        path.unlink(missing_ok=True)
-        return None
-
-
-def best_checkpoint(directory: Path) -> Path | None:
-    best = _read_best(directory)
-    if best is None:
-        return None
-    path = Path(directory) / best["checkpoint"]
-    return path if path.is_dir() else None
-
-
-def mark_best(directory: Path, step: int, val_loss: float) -> bool:
-    """Record the checkpoint of `step` as the best if its validation loss beats the recorded one."""
-    name = f"{PREFIX}{step:07d}"
-    if not (Path(directory) / name).is_dir() or val_loss != val_loss:  # no checkpoint at this step, or NaN
-        return False
-    best = _read_best(directory)
-    if best is not None and (Path(directory) / best["checkpoint"]).is_dir() and best["val_loss"] <= val_loss:
-        return False
-    write_json(Path(directory) / BEST, {"checkpoint": name, "step": step, "val_loss": val_loss})
-    return True
-
-
-def rebuild_best(directory: Path, evaluations: list[tuple[int, float]]) -> None:
-    """best.json again from (step, validation loss) pairs, e.g. the evaluations a resumed run kept."""
-    (Path(directory) / BEST).unlink(missing_ok=True)
-    for step, val_loss in evaluations:
-        mark_best(directory, step, val_loss)
 
 
 def load_training_state(path: Path) -> dict:

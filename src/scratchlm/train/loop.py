@@ -6,7 +6,6 @@ while evaluating or sampling never costs training progress.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -19,14 +18,16 @@ import torch
 from ..atomic import atomic_write_text
 from ..config import Config
 from ..errors import UserError
-from ..eval.loss import evaluate_domains, mean_over_domains
-from ..eval.samples import generate_samples
+from ..eval.step_eval import evaluate_step, keep_evaluation
+from ..eval.watch_state import awaiting_evaluation, eval_due, watch_share, write_trainer_info
 from ..ids import read_json, write_json
 from ..model import GPT
+from ..model.best import best_checkpoint, rebuild_best
 from ..model.checkpoint import check_checkpoint, list_checkpoints, load_model_weights, step_dirs, verify_checkpoint
 from ..model.device import autocast, pick_device, pick_precision, sync
 from ..monitor import Monitor, NullMonitor
 from ..monitor.diagnosis import next_steps, nonfinite_text
+from ..monitor.metrics_file import append_row, metrics_lock
 from ..monitor.monitor import row_lines
 from ..presets import describe_preset
 from ..progress import bar, bars_on, duration, log
@@ -34,8 +35,7 @@ from ..tokenizer.bpe import load_tokenizer
 from ..tokenizer.shards import check_tokenizer_matches
 from . import optim
 from .batch import effective_batch
-from .checkpoint import (best_checkpoint, load_training_state, mark_best, rebuild_best, save_checkpoint,
-                         set_rng_state)
+from .checkpoint import load_training_state, save_checkpoint, set_rng_state
 from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
                           mean_over_ranks, wrap_model)
 from .loader import MixtureLoader, Prefetcher, pins_batches
@@ -181,6 +181,7 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
 def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict, prompts: list[str],
            resume: bool, resume_from: Path | None, world: World, device: torch.device, stop: StopOnSignal) -> dict:
     t, m = cfg.train, cfg.model
+    external = t.eval == "external"  # evaluations are the eval watcher's, from the checkpoints of eval steps
     precision = pick_precision(t.precision, device)
     batch = effective_batch(cfg, world.size)
     grad_accum = batch.grad_accum
@@ -201,6 +202,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     if world.main:
         out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tokenizer_dir / "tokenizer.json", out / "tokenizer.json")
+        (out / "summary.json").unlink(missing_ok=True)  # written again at the end: the watcher's "training is done"
+        write_trainer_info(out, device, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     meta = {"config": cfg.to_dict(), "seed": t.seed, "ids": ids, "vocab_size": shards["vocab_size"],
             "n_params": raw.num_params(), "precision": precision, "device": str(device), "prompts": prompts,
             "world_size": world.size, "grad_accum": grad_accum}
@@ -261,13 +264,29 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         log(f"train: {raw.num_params():,} parameters{f' ({shape})' if shape else ''} on {device} ({precision}) "
             f"x {world.size} rank(s), {t.max_steps} steps x {tokens_per_step:,} tokens ({grad_accum} micro-batch(es) "
             f"per step)")
-    metrics_file = open(out / "metrics.jsonl", "a", encoding="utf-8") if world.main else None
+        if external:
+            log(f"train: train.eval = external: no evaluation or sampling here, a checkpoint at every evaluation step "
+                f"instead, for `scratchlm eval watch -c {cfg.path or 'CONFIG'}` beside this run (`scratchlm run "
+                f"--eval-device DEVICE` starts it)")
+    metrics = out / "metrics.jsonl"
+    waiting_said = False  # the log line that checkpoints pile up for the watcher, said once
 
     def record(row: dict) -> None:
-        if metrics_file is not None:
-            metrics_file.write(json.dumps(row) + "\n")
-            metrics_file.flush()
+        if world.main:
+            append_row(metrics, row)  # under the lock the eval watcher's rows take too
         monitor.publish(row)  # TensorBoard / W&B
+
+    def unevaluated() -> tuple[Path, ...]:
+        """External evaluation: the eval steps' checkpoints the watcher has not evaluated, kept from pruning."""
+        nonlocal waiting_said
+        if not external or not world.main:
+            return ()
+        waiting = awaiting_evaluation(ckpt_dir, [r for _, r in row_lines(metrics)[0]], lambda s: eval_due(s, t))
+        if len(waiting) > t.keep_last and not waiting_said:
+            waiting_said = True
+            log(f"train: {len(waiting)} checkpoints wait for the eval watcher and stay on disk until it evaluates "
+                f"them (train.eval = external); start it with `scratchlm eval watch -c {cfg.path or 'CONFIG'}`")
+        return tuple(waiting)
 
     def checkpoint(at: int) -> Path | None:
         model_state, optimizer_state = full_state(model if t.fsdp else raw, optimizer, t.fsdp)
@@ -276,23 +295,19 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         return save_checkpoint(ckpt_dir, at, raw, optimizer,
                                {"scaler": scaler.state_dict(), "loader": loader.state_dict()},
                                meta, t.keep_last, files=(out / "tokenizer.json",),
-                               model_state=model_state, optimizer_state=optimizer_state)
+                               model_state=model_state, optimizer_state=optimizer_state, keep=unevaluated())
 
     def evaluate(at: int) -> None:
-        evaluation = evaluate_domains(raw, shards_dir, t.batch_size, cfg.eval.max_batches, device, precision)
-        samples = generate_samples(raw, tokenizer, prompts, cfg.eval, seed=t.seed)
-        val_loss = mean_over_domains(evaluation)
-        row = monitor.on_eval(at, {"step": at, "eval": evaluation, "val_loss": val_loss}, samples)
+        row, samples = evaluate_step(raw, tokenizer, shards_dir, cfg, prompts, device, precision, at)
+        row = monitor.on_eval(at, row, samples)
         if world.main:
-            mark_best(ckpt_dir, at, val_loss)
-            (out / "samples").mkdir(exist_ok=True)
-            write_json(out / "samples" / f"step_{at:07d}.json", samples)
+            keep_evaluation(out, at, row["val_loss"], samples)
         record(row)  # last: a row in metrics.jsonl means this evaluation is complete, best.json and samples too
 
     # A kill during the evaluation that followed the checkpoint we resume from lost it; run it now, or that step
     # never gets its row, its samples or its chance at best.json. Rank 0 reads metrics.jsonl; all ranks evaluate.
     lost = world.main and step > 0 and not any(r["step"] == step and "eval" in r for r in kept_rows)
-    if state is not None and not other_run and eval_due(step, t) and any_rank(lost, world, device):
+    if state is not None and not other_run and not external and eval_due(step, t) and any_rank(lost, world, device):
         if world.main:
             log(f"train: step {step} has a checkpoint but no evaluation (the run stopped during it); evaluating now")
         evaluate(step)
@@ -314,6 +329,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     loop_start, loop_start_step = time.perf_counter(), step
     # The window a log row measures: throughput, and the share of it spent waiting for data.
     window_start, window_tokens, window_wait = time.perf_counter(), 0, batches.wait_seconds
+    window_wall = time.time()  # the same window's start on the clock the watcher's busy times use
     last_checkpoint = time.monotonic()
     # No host sync in a step but at log steps and before checkpoints and evaluations: the loss and the gradient
     # norm stay device tensors until then (reading one makes the host wait for the device's queue to drain).
@@ -352,24 +368,26 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             row = {"step": step, "loss": loss_value, "lr": lr, "grad_norm": grad_norm_value,
                    "tokens_per_s": window_tokens / max(elapsed, 1e-9), "tokens": step * tokens_per_step,
                    "data_wait_s": batches.wait_seconds}
+            if external and world.main and (share := watch_share(out, window_wall, time.time())) is not None:
+                row["watch_share"] = share  # before on_log: the stall detector reads it
             monitor.on_log(step, row, elapsed, batches.wait_seconds - window_wait)  # norms, MFU, memory, detectors
             record(row)
             progress.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
             if plain:
                 log(step_line(step, t.max_steps, row, (time.perf_counter() - loop_start) / (step - loop_start_step)))
             window_start, window_tokens, window_wait = time.perf_counter(), 0, batches.wait_seconds
+            window_wall = time.time()
         due_by_time = bool(t.checkpoint_minutes) and any_rank(
             time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
         stopping = any_rank(stop.signum is not None, world, device)  # every rank must join the save
         paused = step == stop.at_step  # the same on every rank
-        if checkpoint_due(step, t) or due_by_time or stopping or paused:
+        if checkpoint_due(step, t) or (external and eval_due(step, t)) or due_by_time or stopping or paused:
             halt_if_nonfinite()  # a checkpoint asked for by time or a signal was not checked before the update
             saved = checkpoint(step)
             last_checkpoint = time.monotonic()
         if stopping or paused:  # the evaluation due here, if any, runs on resume
-            for closing in (batches, progress, monitor, metrics_file):
-                if closing is not None:
-                    closing.close()
+            for closing in (batches, progress, monitor):
+                closing.close()
             if not stopping:
                 raise TrainingPaused(f"training paused at step {step}/{t.max_steps} as asked (--stop-at); checkpoint "
                                      f"{saved or ckpt_dir} saved: continue with `scratchlm train -c "
@@ -378,10 +396,10 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             raise TrainingInterrupted(f"training stopped by {name} at step {step}/{t.max_steps}; checkpoint "
                                       f"{saved or ckpt_dir} saved: continue with `scratchlm train -c "
                                       f"{cfg.path or 'CONFIG'} --resume`", stop.signum or signal.SIGTERM)
-        if eval_due(step, t):
+        if eval_due(step, t) and not external:
             evaluate(step)
             # Evaluation time is neither training throughput nor data wait.
-            window_start, window_wait = time.perf_counter(), batches.wait_seconds
+            window_start, window_wait, window_wall = time.perf_counter(), batches.wait_seconds, time.time()
     batches.close()
     progress.close()
     barrier(world)
@@ -390,17 +408,12 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                "precision": precision, "world_size": world.size, "epochs_per_source": loader.epochs(),
                "monitor": monitor.close()["detectors"],  # verdict per detector
                **({"started_from": meta["started_from"]} if meta.get("started_from") else {})}
-    if metrics_file is not None:
-        metrics_file.close()
-        best = best_checkpoint(ckpt_dir)
+    if world.main:
+        best = best_checkpoint(ckpt_dir)  # external: as far as the watcher has got
         summary["checkpoint"] = str(list_checkpoints(ckpt_dir)[-1])
         summary["best_checkpoint"] = str(best) if best else None
         write_json(out / "summary.json", summary)
     return summary
-
-
-def eval_due(step: int, t) -> bool:
-    return step % t.eval_every == 0 or step == t.max_steps
 
 
 def log_due(step: int, t) -> bool:
@@ -487,6 +500,11 @@ def _discard_after(out: Path, step: int) -> list[dict]:
 
 def _truncate_metrics(path: Path, step: int) -> list[dict]:
     """Drop rows logged after `step`, and a last line a kill tore in half; returns the rows kept."""
+    with metrics_lock(path):  # a watcher's row appended meanwhile would go to the file being replaced
+        return _rewrite_metrics(path, step)
+
+
+def _rewrite_metrics(path: Path, step: int) -> list[dict]:
     rows, torn = row_lines(path)
     if torn is not None and step:
         log(f"train: dropped the torn last line of {path} (the run was killed while writing it): {torn[:60]}")
