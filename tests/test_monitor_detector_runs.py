@@ -40,7 +40,15 @@ EVALUATED = {"max_steps": STEPS, "eval_every": 50}  # the evaluation detectors c
 def test_healthy_run_is_silent(prepared):
     path, _ = prepared
     r = train_run(path, Run("healthy", "all", False, EVALUATED))  # cosine LR, weight decay 0.1: the defaults
-    assert {d: s["fired"] for d, s in r["monitor"].items()} == dict.fromkeys(r["monitor"], 0)
+    fired = {d: s["fired"] for d, s in r["monitor"].items()}
+    assert {d: n for d, n in fired.items() if d != "weight_growth"} == dict.fromkeys(set(fired) - {"weight_growth"}, 0)
+    # weight_growth: 300 steps are well short of weight decay's time scale, 1/(lr * wd) = 1000 steps, in which the
+    # detector cannot tell healthy growth from inflation (its docstring). Whether the tied embedding's norm still
+    # rises steadily near step 190 depends on the corpus, which the tests draw partly from the installed packages'
+    # descriptions (seen: 0 alerts in one environment, one alert held 3 checks in another). What holds: no
+    # transformer block is flagged (the inflating run flags them) and at most a brief alert, against its dozens.
+    growth = [a for a in r["alerts"] if a["detector"] == "weight_growth"]
+    assert all(a["subject"] == "embedding" for a in growth) and fired["weight_growth"] <= 6, growth
     logged = [row for row in r["rows"] if "loss" in row]
     assert logged[-1]["weight_norm"]["block1"] > 1.2 * logged[0]["weight_norm"]["block1"]  # the norms did move
     assert len([row for row in r["rows"] if "eval" in row]) == STEPS // 50
@@ -50,7 +58,8 @@ def test_weight_growth_fires_on_adamw_without_weight_decay_at_a_constant_lr(prep
     path, _ = prepared
     r = train_run(path, Run("inflating", "weight_growth", True,
                             {"max_steps": STEPS, "schedule": "constant", "weight_decay": 0.0}))
-    assert _fired(r, "weight_growth"), r["monitor"]["weight_growth"]
+    assert _fired(r, "weight_growth") > 20, r["monitor"]["weight_growth"]
+    assert any(a["subject"].startswith("block") for a in r["alerts"] if a["detector"] == "weight_growth")
     first = r["monitor"]["weight_growth"]["first_step"]
     assert first >= STEPS * r["cfg"].monitor.weight_growth_after  # never while the norms settle
     assert "not slowing down" in r["monitor"]["weight_growth"]["message"]

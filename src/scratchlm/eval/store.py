@@ -15,7 +15,11 @@ EVAL_FILE = "eval.json"
 
 
 def checkpoint_id(checkpoint: Path) -> str:
-    meta = verify_checkpoint(checkpoint)
+    return id_from_meta(verify_checkpoint(checkpoint))
+
+
+def id_from_meta(meta: dict) -> str:
+    """The ID of a checkpoint whose meta.json (`meta`) has been verified against its files."""
     return content_id("checkpoint", meta["checksums"][weights_file(meta)])
 
 

@@ -39,7 +39,7 @@ from ..monitor.verdicts import Verdicts, rejudge
 from ..pipeline import Artifact, require
 from ..progress import duration, log
 from .step_eval import evaluate_step, keep_evaluation
-from .store import check_same_tokenizer, checkpoint_id
+from .store import check_same_tokenizer, id_from_meta
 from .watch_state import (TRAINER, WatchFile, competition, cpu_set, device_name, eval_due, evaluated_steps,
                           read_state, step_of, trainer_running)
 
@@ -147,7 +147,7 @@ class Watcher:
         try:
             saved = (checkpoint / "meta.json").stat().st_mtime  # when the trainer wrote it, for the latency
             checksums = read_json(checkpoint / "meta.json")["checksums"]
-            row, identity = self._evaluate_step(checkpoint, step)
+            row, samples, identity = self._evaluate_step(checkpoint, step)
         except (UserError, FileNotFoundError, ValueError, KeyError) as e:  # damaged, or pruned while we read it
             why = (str(e) if isinstance(e, UserError) else f"its meta.json cannot be read ({type(e).__name__}: {e})"
                    if isinstance(e, (ValueError, KeyError)) else "it was removed while being read (train.keep_last)")
@@ -160,6 +160,7 @@ class Watcher:
             log(f"eval watch: dropped the evaluation of {checkpoint.name}: the training started over meanwhile and "
                 f"that checkpoint is not the one evaluated")
             return
+        self._keep_samples(step, row, samples)
         done = time.time()
         row["watch"] = {"device": device_name(self.device), "suite": self.opts.suite, "checkpoint": checkpoint.name,
                         "checkpoint_id": identity, "saved_at": saved, "done_at": done,
@@ -181,26 +182,29 @@ class Watcher:
             now = read_state(self.train_dir / TRAINER)
             return (now or {}).get("started") != (trainer or {}).get("started")
 
-    def _evaluate_step(self, checkpoint: Path, step: int) -> tuple[dict, str]:
-        """The evaluation row of the checkpoint, and its ID (the store's: the weights' checksum)."""
+    def _evaluate_step(self, checkpoint: Path, step: int) -> tuple[dict, list[dict], str]:
+        """The evaluation row of the checkpoint, its samples, and its ID (the store's: the weights' checksum)."""
         check_same_tokenizer(checkpoint, self.tokenizer_json)
         model, tokenizer, meta = load_model(checkpoint, self.device)  # verifies every checksum first
-        identity = checkpoint_id(checkpoint)
+        identity = id_from_meta(meta)
         # The trainer's precision where the watcher runs on the same kind of device: the same numbers as inline.
         same_kind = meta.get("device", "").split(":")[0] == self.device.type
         precision = meta["precision"] if same_kind else pick_precision(self.cfg.train.precision, self.device)
         row, samples = evaluate_step(model, tokenizer, self.shards, self.cfg, meta.get("prompts", []), self.device,
                                      precision, step)
         row["repetition"] = repetition_rates(samples, self.cfg.monitor.repetition_ngram)
+        if self.opts.suite == "full":  # stored under the checkpoint's ID: right whatever happens to the run
+            from .suite import evaluate_suite
+
+            evaluate_suite(self.cfg, self.art, checkpoint, self.device)
+        return row, samples, identity
+
+    def _keep_samples(self, step: int, row: dict, samples: list[dict]) -> None:
+        """The samples, their diff against the previous evaluation's, and best.json: as the trainer keeps them."""
         earlier = [(s, p) for s, p in sample_files(self.train_dir / "samples") if s < step]
         previous, previous_step = (load_samples(earlier[-1][1]), earlier[-1][0]) if earlier else (None, None)
         write_sample_diff(self.train_dir / "samples", step, samples, previous, previous_step)
         keep_evaluation(self.train_dir, step, row["val_loss"], samples)
-        if self.opts.suite == "full":
-            from .suite import evaluate_suite
-
-            evaluate_suite(self.cfg, self.art, checkpoint, self.device)
-        return row, identity
 
     def _finish(self) -> dict:
         rows = read_rows(self.metrics)

@@ -107,12 +107,12 @@ def throughput_chart(train, evals, alerts, ax) -> None:
 
 def wait_chart(train, evals, alerts, ax) -> None:
     ax.plot(*_series(train, lambda r: r.get("data_wait_share")), color="C1", lw=1, label="waiting for data")
-    if any("watch_share" in r for r in train):  # an eval watcher competed: when it was busy, beside the wait
+    watched = any("watch_share" in r for r in train)  # an eval watcher competed: a stall beside it shows as such
+    if watched:
         ax.plot(*_series(train, lambda r: r.get("watch_share")), color="C7", lw=1, alpha=0.7,
-                label="eval watcher busy on a shared device")
-        ax.legend(fontsize=7)
+                label="eval watcher evaluating on a shared device")
     ax.set_ylim(0, 1)
-    ax.set_title("Share of step time waiting for data")
+    ax.set_title("Share of step time waiting for data" + (", and of the eval watcher evaluating" if watched else ""))
     _finish(ax, "share")
 
 
