@@ -37,6 +37,7 @@ from scratchlm.data.builtin import build_builtin_corpus
 from scratchlm.data.jsonl import ShardWriter, read_jsonl
 from scratchlm.quickstart import CODE_CHARS
 from scratchlm.tokenizer.bpe import document_wrap_ids, load_tokenizer, save_tokenizer, train_bpe
+from scratchlm.executor import LocalExecutor
 from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
 from scratchlm.tokenizer.shards import SourceShardWriter, dtype_for_vocab
 from scratchlm.tokenizer.stage import encode_stream
@@ -66,7 +67,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def cpu_of(encoder: ParallelEncoder | None) -> float:
-    pids = [os.getpid()] + (list(encoder.pool._processes) if encoder and encoder.pool else [])
+    pids = [os.getpid()] + (list(encoder.executor._pool._processes) if encoder and encoder.executor._pool else [])
     return sum(cpu_seconds(p) for p in pids)
 
 
@@ -80,7 +81,7 @@ def throughput(tok_path: Path, texts: list[str], repeats: int) -> dict:
     encoders = {}
     for workers in (1, 2):
         enc, startup[f"ours, {workers} workers"] = timed(
-            lambda: _warm(ParallelEncoder(tok_path, dtype, wrap, workers=workers, force_pool=True)))
+            lambda: _warm(ParallelEncoder(tok_path, dtype, wrap, executor=LocalExecutor(workers, inline=False))))
         encoders[f"ours, {workers} workers"] = enc
     for _ in range(repeats):  # interleaved, so a noisy neighbour hurts every variant alike
         for fast, mode in ((False, "true"), (False, "false"), (True, "true"), (True, "false")):

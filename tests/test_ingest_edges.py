@@ -19,6 +19,7 @@ from scratchlm.data.prepare import prepare_data
 from scratchlm.stages import size_estimate
 from scratchlm.data.readers import Rejected, read_file
 from scratchlm.errors import UserError
+from scratchlm.executor import LocalExecutor
 
 # One-line template documents: the content filters would rightly drop them all (as in test_prepare.py).
 CONTENT_STEPS = ["boilerplate", "repeated_lines", "language", "quality", "promo", "fuzzy_dedup", "paragraph_dedup"]
@@ -223,7 +224,7 @@ def test_a_new_run_removes_the_temp_directories_a_killed_run_left(tmp_path):
         d.mkdir(parents=True)
     dead_npy.write_bytes(b"")
     (finished / "stats.json").write_text("{}")
-    StepRunner([], cache, 1)
+    StepRunner([], cache, LocalExecutor(1))
     assert not dead.exists() and not dead_npy.exists() and live.exists() and (finished / "stats.json").exists()
 
 
@@ -250,14 +251,15 @@ if __name__ == "__main__":
     kind, work = sys.argv[1], Path(sys.argv[2])
     if kind == "prepare":
         from scratchlm.data.step import DocumentStep
+        from scratchlm.executor import LocalExecutor
         from scratchlm.data.step_runner import StepRunner
         from scratchlm.data.units import Unit, UnitFile
 
         (work / "a.txt").write_text("a document")
         units = [Unit("s", "web", "text", i, (UnitFile(str(work / "a.txt"), f"s/{i}", "text"),), f"k{i}", 10)
                  for i in range(2)]
-        run = StepRunner(units, work / "cache", 2)
-        threading.Thread(target=report, args=(lambda: run._pool,), daemon=True).start()
+        run = StepRunner(units, work / "cache", LocalExecutor(2))
+        threading.Thread(target=report, args=(lambda: run.executor._pool,), daemon=True).start()
         run.local(DocumentStep("hang", hang))
     else:
         from tokenizers import Tokenizer, models
@@ -265,8 +267,8 @@ if __name__ == "__main__":
 
         Tokenizer(models.BPE()).save(str(work / "tok.json"))
         encoder = ParallelEncoder(work / "tok.json", "uint16", None, workers=2)
-        jobs = [encoder.pool.submit(time.sleep, 3600) for _ in range(2)]
-        report(lambda: encoder.pool)
+        threading.Thread(target=lambda: list(encoder.executor.imap(time.sleep, [3600] * 2)), daemon=True).start()
+        report(lambda: encoder.executor._pool)
         time.sleep(3600)
 '''
 

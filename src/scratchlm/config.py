@@ -118,6 +118,8 @@ class DataConfig:
     shard_docs: int = bounded(50_000, ge=1)  # documents per output shard
     seed: int = bounded(1234, ge=0)  # seeds the validation draw; separate from train.seed so a new training seed keeps the split
     workers: int = bounded(0, ge=0, operational=True)  # processes for the per-shard steps; 0 uses every core
+    executor: str = operational("local")  # local (a process pool) or ray (tasks on a Ray cluster): data and tokenize stages
+    ray_address: str = operational("")  # with executor = "ray": a cluster's address ("auto", "ray://head:10001"); empty starts Ray here
     unit_mb: int = bounded(64, ge=1)  # inputs are cut into work units of about this size (big plain JSONL files by line ranges)
     skip: list[str] = field(default_factory=list)  # steps to switch off, e.g. ["promo", "fuzzy_dedup"]
     languages: list[str] = field(default_factory=lambda: ["en"])  # languages to keep; [] keeps all; code skips
@@ -516,6 +518,7 @@ def validate(cfg: Config, where: str) -> None:
     _check(t.precision in ("auto", "bf16", "fp16", "fp32"), where, "`train.precision` must be auto, bf16, fp16 or fp32")
     _check(t.device in ("auto", "cpu", "cuda", "mps"), where, "`train.device` must be auto, cpu, cuda or mps")
     _check(t.compile in ("auto", True, False), where, f"`train.compile` must be auto, true or false, got {t.compile!r}")
+    _check(d.executor in ("local", "ray"), where, f"`data.executor` must be local or ray, got {d.executor!r}")
     _check(t.eval in ("inline", "external"), where, f"`train.eval` must be inline or external, got {t.eval!r}")
     e = cfg.eval.suite
     _check(e.humaneval in ("auto", "on", "off"), where, "`eval.suite.humaneval` must be auto, on or off")

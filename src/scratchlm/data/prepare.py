@@ -35,6 +35,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Config
+from ..executor import data_executor
 from ..ids import DigestCache, write_json
 from .dedup_step import DEDUP, FIND_DUPLICATES
 from .language_step import LANGUAGE
@@ -70,7 +71,7 @@ def prepare_data(cfg: Config, out: Path, size: SizeEstimate) -> dict:
     """size: what the corpus-size verdict needs from the tokenizer and the model (stages.size_estimate)."""
     corpus = Corpus(cfg)
     units = plan_units(cfg, DigestCache(cfg.workdir / ".digests.json"))
-    run = StepRunner(units, cfg.workdir / "data" / "cache", cfg.data.workers)
+    run = StepRunner(units, cfg.workdir / "data" / "cache", data_executor(cfg))
     try:
         for step in STEPS:
             step.run(run, corpus)

@@ -3,6 +3,8 @@ documents whose near copies would stay in training (val_guard.py), then each uni
 validation; of a document too long to hold out whole, only its tail."""
 from __future__ import annotations
 
+import os
+
 from ..progress import log
 from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS
 from .short_docs import LengthFloor
@@ -30,7 +32,8 @@ def draw(ctx: CorpusContext) -> dict:
     survivors = ctx.corpus.decision(FIND_DUPLICATE_PARAGRAPHS).result["survivors"]
     domain_of = {doc_id: domain for domain, items in survivors.items() for doc_id, _, _ in items}
     clean_chars = sum(chars for items in survivors.values() for _, chars, _ in items)
-    workers = ctx.runner.workers if clean_chars >= GUARD_PARALLEL_CHARS else 1
+    # a local scan (the executor's workers may be a cluster's)
+    workers = min(ctx.runner.workers, os.cpu_count() or 1) if clean_chars >= GUARD_PARALLEL_CHARS else 1
     near_copied: dict[str, dict] = {}
     excluded: set[str] = set()  # the put-back documents and their copies: a copy drawn next would be one too
     for round_ in range(GUARD_ROUNDS):

@@ -12,16 +12,14 @@ keys of every unit it reads. So:
 """
 from __future__ import annotations
 
-import os
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import __version__
+from ..executor import Executor
 from ..ids import content_id, read_json, write_json
-from ..pool import spawn_pool
 from ..progress import bar, log
 from .jsonl import read_jsonl
 from .step import Corpus, CorpusContext, CorpusStep, Decided, DocumentStep
@@ -36,10 +34,11 @@ RESULT = "result.json"  # a corpus step's decision, written last: a directory ho
 class StepRunner:
     """Holds, per unit, the current documents and cache key, and the stats of every document step run so far."""
 
-    def __init__(self, units: list[Unit], cache: Path, workers: int):
+    def __init__(self, units: list[Unit], cache: Path, executor: Executor):
         self.units = units
         self.cache = cache
-        self.workers = workers or os.cpu_count() or 1
+        self.executor = executor  # where document steps run: this machine's cores, or a Ray cluster
+        self.workers = executor.workers
         if stale := remove_stale_temps(cache):
             log(f"data: removed {len(stale)} temp entries an interrupted run left in {cache}")
         self.keys = {u.name: u.key for u in units}
@@ -50,7 +49,6 @@ class StepRunner:
         self.observers: set[str] = set()  # steps that only look (write no documents)
         self.cached: dict[str, int] = {}  # step -> units answered from cache
         self.seconds: dict[str, float] = {}  # step -> wall time, corpus steps included
-        self._pool: ProcessPoolExecutor | None = None
 
     def local(self, step: DocumentStep, corpus: Corpus | None = None) -> None:
         """Run `step` over every document of every unit it runs on; other units pass through."""
@@ -113,13 +111,7 @@ class StepRunner:
         return result
 
     def _map(self, tasks: list[LocalTask], step: str) -> Iterator[dict]:
-        if not tasks:
-            return iter(())
-        if self.workers == 1 or len(tasks) == 1:
-            return (run_local_task(t) for t in bar(tasks, desc=step, unit="unit"))
-        if self._pool is None:
-            self._pool = spawn_pool(self.workers)  # spawned, and its workers die with this process
-        return bar(self._pool.map(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
+        return bar(self.executor.imap(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
 
     def iter_docs(self, units: list[Unit] | None = None) -> Iterator[tuple[Unit, dict]]:
         """Every current document, unit by unit in input order (what a corpus step reads)."""
@@ -136,6 +128,4 @@ class StepRunner:
                     yield from sorted(out.glob("rejected-*.jsonl.zst"))
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)  # after a failure, the units not started yet are not run
-            self._pool = None
+        self.executor.close()

@@ -1,54 +1,49 @@
-"""Tokenize a stream of documents on every core, in order, with bounded memory.
+"""Tokenize a stream of documents on every core (or a Ray cluster), in order, with bounded memory.
 
-The main process reads documents and cuts them into chunks of about CHUNK_CHARS; a pool of worker processes
-encodes chunks and sends back one flat token array plus the document lengths (cheap to pickle, no per-token
-Python objects); the main process writes results in submission order, so the shards are identical whatever
-the number of workers. At most `2 * workers` chunks are in flight, which bounds memory however large the
-corpus is.
+The main process reads documents and cuts them into chunks of about CHUNK_CHARS; the executor (executor.py:
+worker processes, or Ray tasks) encodes chunks and sends back one flat token array plus the document lengths
+(cheap to pickle, no per-token Python objects); the main process writes results in submission order, so the
+shards are identical whatever the number of workers or the executor. At most `2 * workers` chunks are in
+flight, which bounds memory however large the corpus is.
 
 Each worker runs the tokenizer single-threaded (TOKENIZERS_PARALLELISM=false): the processes already use the
-cores, and rayon threads on top would only compete with them. Workers are spawned, not forked, because the
-parent may already have started rayon or torch threads, and forking a threaded process can deadlock; and they
-die with the parent (pool.py). (As with any spawned pool, a script that calls this must keep its top level under
-`if __name__ == "__main__":`.)
+cores, and rayon threads on top would only compete with them. Encoding in this process (one worker) keeps them.
 """
 from __future__ import annotations
 
 import os
-from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..pool import spawn_pool
+from ..executor import Executor, LocalExecutor, in_worker
 
 CHUNK_CHARS = 1 << 18  # small enough that many cores stay busy to the end, large enough to amortize pickling
 CHUNK_DOCS = 4096
 
-_worker: dict = {}
+_loaded: dict = {}  # the tokenizer this process loaded, by its (path, wrap, dtype): workers load it once
 
 
-def _load(tokenizer_path: str, wrap: tuple[int, int] | None, dtype: str) -> None:
-    from .bpe import load_tokenizer
+def _tokenizer(args: tuple[str, tuple[int, int] | None, str]):
+    if _loaded.get("args") != args:
+        from .bpe import load_tokenizer
 
-    _worker.update(tok=load_tokenizer(Path(tokenizer_path)), wrap=wrap, dtype=np.dtype(dtype))
-
-
-def _init_worker(tokenizer_path: str, wrap: tuple[int, int] | None, dtype: str) -> None:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # read by tokenizers at each batch call
-    _load(tokenizer_path, wrap, dtype)
+        _loaded.update(args=args, tok=load_tokenizer(Path(args[0])))
+    return _loaded["tok"]
 
 
-def _encode(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _encode(task: tuple[tuple[str, tuple[int, int] | None, str], list[str]]) -> tuple[np.ndarray, np.ndarray]:
     """(all token ids of the chunk, concatenated; tokens per document), each document between wrap's ids."""
-    tok, wrap, dtype = _worker["tok"], _worker["wrap"], _worker["dtype"]
+    args, texts = task
+    if in_worker():
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"  # read by tokenizers at each batch call
+    tok, (_, wrap, dtype) = _tokenizer(args), args
     encode_batch = getattr(tok, "encode_batch_fast", tok.encode_batch)  # _fast (tokenizers>=0.20) skips offsets
     encoded = encode_batch(texts, add_special_tokens=False)
     lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
     extra = 0 if wrap is None else len(wrap)
-    out = np.empty(int(lengths.sum()) + extra * len(encoded), dtype=dtype)
+    out = np.empty(int(lengths.sum()) + extra * len(encoded), dtype=np.dtype(dtype))
     pos = 0
     for enc, n in zip(encoded, lengths):
         if wrap is None:
@@ -73,37 +68,23 @@ def chunked(texts: Iterable[str], max_chars: int = CHUNK_CHARS, max_docs: int = 
 
 
 class ParallelEncoder:
-    """`encode(chunks)` yields (tokens, lengths) per chunk, in order. workers=1 encodes in this process.
+    """`encode(chunks)` yields (tokens, lengths) per chunk, in order, from `executor` (default: a local pool of
+    `workers` processes; one worker encodes in this process).
 
     `wrap`: the (opening, closing) token ids put around every document (bpe.document_wrap_ids); None: bare text.
     """
 
     def __init__(self, tokenizer_path: Path, dtype: np.dtype, wrap: tuple[int, int] | None, workers: int = 0,
-                 force_pool: bool = False):
-        self.workers = workers or os.cpu_count() or 1
+                 executor: Executor | None = None):
+        self.executor = executor or LocalExecutor(workers)
+        self.workers = self.executor.workers
         self.args = (str(tokenizer_path), wrap, np.dtype(dtype).str)
-        self.pool: ProcessPoolExecutor | None = None
-        if self.workers > 1 or force_pool:
-            self.pool = spawn_pool(self.workers, _init_worker, self.args)
-        else:
-            _load(*self.args)
 
     def encode(self, chunks: Iterable[list[str]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        if self.pool is None:
-            yield from map(_encode, chunks)
-            return
-        pending: deque[Future] = deque()
-        for chunk in chunks:
-            pending.append(self.pool.submit(_encode, chunk))
-            if len(pending) >= 2 * self.workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        return self.executor.imap(_encode, ((self.args, chunk) for chunk in chunks))
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
-            self.pool = None
+        self.executor.close()
 
     def __enter__(self):
         return self

@@ -14,6 +14,7 @@ from ..config import Config
 from ..data.jsonl import read_jsonl
 from ..data.markers import count_markers
 from ..errors import UserError
+from ..executor import data_executor
 from ..ids import read_json, write_json
 from ..progress import bar, log
 from .bpe import (document_wrap_ids, load_tokenizer, save_tokenizer, special_ids, tokenizer_content_id,
@@ -105,8 +106,9 @@ def tokenize_corpus(cfg: Config, data_dir: Path, tokenizer_dir: Path, out: Path)
     (out / "val").mkdir(exist_ok=True)
     summary: dict = {"vocab_size": vocab, "tokenizer_id": tokenizer_content_id(tok_path), "domains": domains,
                      "shard_tokens": cfg.shards.shard_tokens, "train": {}, "val": {}}
-    with ParallelEncoder(tok_path, dtype_for_vocab(vocab), document_wrap_ids(tok), cfg.shards.workers) as encoder:
-        log(f"tokenize: {encoder.workers} worker process(es)")
+    executor = data_executor(cfg, cfg.shards.workers)
+    with ParallelEncoder(tok_path, dtype_for_vocab(vocab), document_wrap_ids(tok), executor=executor) as encoder:
+        log(f"tokenize: {encoder.workers} worker process(es) ({cfg.data.executor} executor)")
         for src in cfg.data.sources:
             docs = (doc for n in stats["train_files"][src.name] for doc in read_jsonl(data_dir / "train" / n))
             writer = SourceShardWriter(out / "train", src.name, vocab, cfg.shards.shard_tokens)
