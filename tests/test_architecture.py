@@ -16,7 +16,7 @@ LAYERS = (
     # shared helpers that know nothing of the pipeline
     ("base", ("errors", "ids", "md", "progress", "disk", "pool", "rating", "userjsonl", "workdir_lock", "atomic",
               "toml_text")),
-    ("config", ("config", "presets")),  # the typed config and the model presets it expands
+    ("config", ("config", "presets", "executor")),  # the typed config, the model presets it expands, where tasks run
     ("pipeline", ("pipeline",)),  # artifacts: IDs, skipping, manifests; no stage knowledge
     ("data", ("data",)),
     ("decontaminate", ("decontaminate",)),
