@@ -119,3 +119,13 @@ def test_decontamination_does_not_take_a_held_out_tail_for_a_copy_of_its_own_doc
     train = [d for f in (out / "train").glob("*.zst") for d in read_jsonl(f)]
     report = scan_corpus(index, train, min_coverage={"validation/web": 0.5})
     assert report.docs_touched == 1
+
+
+def test_the_step_that_raised_the_peak_memory_is_named(tmp_path):
+    from scratchlm.data.prepare_manifest import memory_line
+
+    _, manifest = _run(tmp_path, _cfg(tmp_path, [f"document number {i} with enough text" for i in range(20)]))
+    assert list(manifest["peak_mib"])[:2] == ["start", "read"] and "split" in manifest["peak_mib"]
+    line = memory_line({"start": 300.0, "read": 310.0, "find_duplicates": 900.0, "dedup": 905.0, "split": 40.0})
+    assert line == "peak memory of the main process 905 MiB; find_duplicates raised it most (+590 MiB)"
+    assert memory_line({}) is None

@@ -29,6 +29,7 @@ def build_manifest(run: StepRunner, corpus: Corpus, train_files: dict[str, list[
     for name, choice in chosen(corpus).items():
         manifest["sources"][name]["profile_choice"] = choice
     manifest["seconds"] = {k: round(v, 3) for k, v in run.seconds.items()}
+    manifest["peak_mib"] = {k: round(v, 1) for k, v in run.peak_mib.items()}
     val_plan = corpus.decision(DRAW_VALIDATION).result["plan"]
     manifest.update(validation=val_summary,
                     validation_plan=finish_plan(val_plan, val_summary, ValidationSettings.of(corpus)),
@@ -52,3 +53,18 @@ def log_summary(manifest: dict) -> None:
     for warning in manifest["warnings"]:
         log(f"data: warning: {warning}")
     log(f"data: corpus size {manifest['verdict']['level']}: {manifest['verdict']['message']}")
+    if line := memory_line(manifest["peak_mib"]):
+        log(f"data: {line}")
+
+
+def memory_line(peak_mib: dict[str, float]) -> str | None:
+    """Which step raised this process's peak memory most: the one to look at on a corpus that does not fit.
+    The first entry is the peak before any step ran (the imports)."""
+    steps, (before, *_) = [], peak_mib.values() or [0.0]
+    for step, peak in list(peak_mib.items())[1:]:
+        steps.append((peak - before, step))
+        before = max(before, peak)
+    if not steps or not before:
+        return None
+    grew, step = max(steps)
+    return f"peak memory of the main process {before:,.0f} MiB; {step} raised it most (+{grew:,.0f} MiB)"

@@ -12,6 +12,7 @@ keys of every unit it reads. So:
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -29,6 +30,16 @@ from .units import Unit
 
 CACHE_VERSION = f"{__version__}/7"  # bump when a step's code changes what it produces: old results are not reused
 RESULT = "result.json"  # a corpus step's decision, written last: a directory holding it is complete
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far (0 where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20 if sys.platform == "darwin" else 1 << 10)  # macOS counts bytes, Linux KiB
 
 
 class StepRunner:
@@ -49,6 +60,8 @@ class StepRunner:
         self.observers: set[str] = set()  # steps that only look (write no documents)
         self.cached: dict[str, int] = {}  # step -> units answered from cache
         self.seconds: dict[str, float] = {}  # step -> wall time, corpus steps included
+        # step -> this process's peak resident memory when it ended; "start": before the first
+        self.peak_mib: dict[str, float] = {"start": peak_rss_mib()}
 
     def local(self, step: DocumentStep, corpus: Corpus | None = None) -> None:
         """Run `step` over every document of every unit it runs on; other units pass through."""
@@ -79,7 +92,7 @@ class StepRunner:
         else:
             self.observers.add(step.name)
         self.steps.append(step.name)
-        self.seconds[step.name] = time.time() - t0
+        self._measured(step.name, t0)
 
     def decide(self, step: CorpusStep, corpus: Corpus) -> None:
         """Run `step` once on the units it reads (once per source, for a per-source step), unless cached."""
@@ -101,14 +114,20 @@ class StepRunner:
                     write_json(tmp / RESULT, step.decide(CorpusContext(self, corpus, settings, units, tmp)))
             decided[group] = Decided(read_json(out / RESULT), f"{step.name}/{key}")
         corpus.decided[step.name] = decided
-        self.seconds[step.name] = time.time() - t0
+        self._measured(step.name, t0)
 
     def timed(self, name: str, fn: Callable, *args):
         """Run one of the stage's last jobs (writing the outputs, ...) and record its wall time."""
         t0 = time.time()
         result = fn(*args)
-        self.seconds[name] = time.time() - t0
+        self._measured(name, t0)
         return result
+
+    def _measured(self, name: str, t0: float) -> None:
+        """Wall time, and the driver's peak memory so far: the step that raised it is the one that holds the
+        corpus-sized state (workers hold one unit each)."""
+        self.seconds[name] = time.time() - t0
+        self.peak_mib[name] = peak_rss_mib()
 
     def _map(self, tasks: list[LocalTask], step: str) -> Iterator[dict]:
         return bar(self.executor.imap(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
