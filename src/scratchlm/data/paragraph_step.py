@@ -3,10 +3,11 @@ break the file); a document that cuts leave as a skeleton (too short, or mostly 
 rule `skeleton`. The documents that survive, with their lengths, are what the validation draw picks from."""
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 
 from ..progress import bar, log
+from .jsonl import ShardWriter
 from .dedup_step import apply_dedup, close_decisions, decision_writers, decisions_of
 from .paragraph_split import split_paragraphs
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
@@ -33,7 +34,8 @@ class ParagraphDedupSettings:
 
 
 def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
-    """{"report", "survivors": domain -> [(doc id, kept chars, unit name)]}."""
+    """{"report", "survivors": domain -> its file of [doc id, kept chars, unit name] rows beside result.json}:
+    written as found, so nothing held here grows with the number of documents."""
     from .clean.structure import skeleton_reason, structural_paragraphs
     from .dedup import ParagraphDedupConfig, ParagraphDeduper
 
@@ -68,7 +70,7 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
         accept = lambda r: copies[r.first] + 1 >= s.min_docs  # noqa: E731
     para_stats = Counter()
     skeletons = 0
-    survivors: dict[str, list] = defaultdict(list)
+    survivors: dict[str, ShardWriter] = {}
     writers = decision_writers(ctx.units, ctx.out)
     for unit, doc in bar(ctx.docs(), total=total, desc="dedup: paragraphs", unit="doc"):
         doc_id, text, decision = doc["id"], doc["text"], None
@@ -89,7 +91,9 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
             decision = {"action": "drop", "rule": "skeleton", "detail": why}
             skeletons += 1
         else:
-            survivors[unit.domain].append((doc_id, len(text), unit.name))
+            if unit.domain not in survivors:
+                survivors[unit.domain] = ShardWriter(ctx.out, f"survivors-{unit.domain}", per_shard=1 << 62, level=1)
+            survivors[unit.domain].write([doc_id, len(text), unit.name])
         if decision is not None:
             writers[unit.name].write({"id": doc_id, **decision})
     close_decisions(writers, ctx.out)
@@ -97,7 +101,7 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
         f"{skeletons} documents left as skeletons dropped")
     report = {"paragraph": dict(para_stats), "skeletons": skeletons,
               "skipped": ["paragraph_dedup"] if s.skip else []}
-    return {"report": report, "survivors": survivors}
+    return {"report": report, "survivors": {domain: w.close()[0].name for domain, w in survivors.items()}}
 
 
 FIND_DUPLICATE_PARAGRAPHS = CorpusStep("find_duplicate_paragraphs", find_duplicate_paragraphs,

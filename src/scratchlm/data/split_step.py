@@ -4,8 +4,12 @@ validation; of a document too long to hold out whole, only its tail."""
 from __future__ import annotations
 
 import os
+import shutil
+from collections import Counter
 
 from ..progress import log
+from .jsonl import read_jsonl
+from .ranked_runs import RankedDocs
 from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS
 from .short_docs import LengthFloor
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
@@ -18,6 +22,7 @@ GUARD_ROUNDS = 8  # draws that put back near-copied documents; each reads the co
 # The guard's scan runs at about 10 MB/s per process; spawning a pool costs a second or two, so a corpus smaller
 # than this is scanned in this process.
 GUARD_PARALLEL_CHARS = 32_000_000
+SPILL = ".ranked"  # the draw order's sorted runs, removed when the draw is done
 
 
 def draw(ctx: CorpusContext) -> dict:
@@ -29,12 +34,30 @@ def draw(ctx: CorpusContext) -> dict:
     removes what is left, and says it is the split's doing). Nothing is moved or dropped: such a document simply
     stays in training with its copies; each one is counted in the domain's plan and named in result.json."""
     s: ValidationSettings = ctx.settings
-    survivors = ctx.corpus.decision(FIND_DUPLICATE_PARAGRAPHS).result["survivors"]
-    domain_of = {doc_id: domain for domain, items in survivors.items() for doc_id, _, _ in items}
-    clean_chars = sum(chars for items in survivors.values() for _, chars, _ in items)
+    decided = ctx.corpus.decision(FIND_DUPLICATE_PARAGRAPHS)
+    survivors = {domain: RankedDocs(read_jsonl(ctx.runner.cache / decided.file(name)), s.seed,
+                                    ctx.out / SPILL / domain)
+                 for domain, name in decided.result["survivors"].items()}
+    try:
+        chosen, plan, near_copied = _draw_guarded(ctx, survivors)
+    finally:
+        for ranked in survivors.values():
+            ranked.close()
+        shutil.rmtree(ctx.out / SPILL, ignore_errors=True)
+    if near_copied:
+        log(f"validation: {len(near_copied)} drawn document(s) put back in training, as near copies of them "
+            f"would stay there (each holds >= {s.guard_coverage:.0%} of its {s.guard_ngram}-grams)")
+    return {"chosen": chosen, "plan": plan, "near_copied": near_copied}
+
+
+def _draw_guarded(ctx: CorpusContext, survivors: dict[str, RankedDocs]) -> tuple[dict, dict, dict]:
+    s: ValidationSettings = ctx.settings
+    clean_chars = sum(ranked.chars for ranked in survivors.values())
     # a local scan (the executor's workers may be a cluster's)
     workers = min(ctx.runner.workers, os.cpu_count() or 1) if clean_chars >= GUARD_PARALLEL_CHARS else 1
+    domain_of = {u.name: u.domain for u in ctx.runner.units}
     near_copied: dict[str, dict] = {}
+    near_per_domain: Counter = Counter()
     excluded: set[str] = set()  # the put-back documents and their copies: a copy drawn next would be one too
     for round_ in range(GUARD_ROUNDS):
         chosen, plan = draw_validation(s, survivors, excluded)
@@ -45,13 +68,11 @@ def draw(ctx: CorpusContext) -> dict:
         if not found:
             break
         near_copied.update(found)
+        near_per_domain.update(domain_of[unit] for unit, docs in chosen.items() for doc_id in docs if doc_id in found)
         excluded |= found.keys() | {f["copy"] for f in found.values()}
     for domain, p in plan.items():
-        p["near_copied"] = sum(1 for doc_id in near_copied if domain_of[doc_id] == domain)
-    if near_copied:
-        log(f"validation: {len(near_copied)} drawn document(s) put back in training, as near copies of them "
-            f"would stay there (each holds >= {s.guard_coverage:.0%} of its {s.guard_ngram}-grams)")
-    return {"chosen": chosen, "plan": plan, "near_copied": near_copied}
+        p["near_copied"] = near_per_domain[domain]
+    return chosen, plan, near_copied
 
 
 def _held_texts(ctx: CorpusContext, chosen: dict[str, dict[str, int]]) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The validation split: which documents each domain holds out, within `data.val_max_share` of its characters.
 
-Documents are drawn in a seeded hash order of their IDs (random, reproducible, independent of file order).
+Documents are drawn in a seeded hash order of their IDs (random, reproducible, independent of file order),
+sorted on disk (ranked_runs.py).
 A document too long to hold out whole without passing the share is skipped for a smaller one; when the small
 ones do not give the domain enough validation text (`val_min_chars`) or documents (`val_min_docs`), the tail of
 a long one is held out instead, cut at a paragraph boundary, and its beginning stays in training. The two
@@ -13,11 +14,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Collection
-
-import xxhash
+from typing import TYPE_CHECKING, Collection, Iterator
 
 from .paragraph_split import paragraph_starts
+from .ranked_runs import RankedDocs
 
 if TYPE_CHECKING:
     from .step import Corpus
@@ -27,10 +27,6 @@ SPLIT_FROM = "split_from"  # on the held-out piece: the ID of the document it wa
 HELD_OUT_PIECE = "held_out_piece"  # on the training remainder: the ID of its held-out piece
 WHOLE = 0  # budget of a document held out whole
 _LINE_START = re.compile(r"\n")
-
-
-def _rank(doc_id: str, seed: int) -> int:
-    return xxhash.xxh3_64_intdigest(doc_id.encode(), seed=seed)
 
 
 @dataclass(frozen=True)
@@ -62,32 +58,38 @@ def guard_settings(g) -> tuple[int, int, float]:
     return g.ngram, g.min_words, g.validation_min_coverage if g.guard_validation else 0.0
 
 
-def draw_validation(d: ValidationSettings, survivors: dict[str, list],
+def draw_validation(d: ValidationSettings, survivors: dict[str, RankedDocs | list],
                     excluded: Collection[str] = ()) -> tuple[dict[str, dict[str, int]], dict]:
     """(unit name -> {doc id: WHOLE or the most characters of its tail to hold out}, plan per domain).
-    `survivors` is domain -> [(doc id, chars, unit name)] of the documents that reach the split; those in
-    `excluded` are never drawn (near copies of each other, one of them staying in training: val_guard.py)."""
+    `survivors` is domain -> the documents that reach the split, as RankedDocs (or a list of their (doc id,
+    chars, unit name)); those in `excluded` are never drawn (near copies of each other, one of them staying in
+    training: val_guard.py)."""
     chosen: dict[str, dict[str, int]] = defaultdict(dict)
     plan = {}
     for domain in d.domains:
-        items = sorted((_rank(doc_id, d.seed), doc_id, chars, unit)
-                       for doc_id, chars, unit in survivors.get(domain, []))
-        picked = _draw_domain(d, [(doc_id, chars, unit) for _, doc_id, chars, unit in items
-                                  if doc_id not in excluded])
-        for doc_id, (unit, budget) in picked.items():
+        items = survivors.get(domain, [])
+        ranked = items if isinstance(items, RankedDocs) else RankedDocs(items, d.seed)
+        for doc_id, (unit, budget) in _draw_domain(d, ranked, excluded).items():
             chosen[unit][doc_id] = budget
-        total = sum(chars for _, _, chars, _ in items)
-        plan[domain] = {"clean_docs": len(items), "clean_chars": total, "max_chars": int(d.val_max_share * total)}
+        plan[domain] = {"clean_docs": ranked.docs, "clean_chars": ranked.chars,
+                        "max_chars": int(d.val_max_share * ranked.chars)}
     return chosen, plan
 
 
-def _draw_domain(d: ValidationSettings, items: list[tuple[str, int, str]]) -> dict[str, tuple[str, int]]:
-    n = len(items)
+def _draw_domain(d: ValidationSettings, ranked: RankedDocs, excluded: Collection[str]) -> dict[str, tuple[str, int]]:
+    n, total = ranked.docs, ranked.chars
+    if excluded:  # few: the put-back documents and their copies
+        left_out = [chars for doc_id, chars, _ in ranked if doc_id in excluded]
+        n, total = n - len(left_out), total - sum(left_out)
+
+    def items() -> Iterator[tuple[str, int, str]]:
+        return (item for item in ranked if item[0] not in excluded)
+
     want = min(d.val_max_docs, max(d.val_min_docs, round(n * d.val_fraction)))
     if d.val_fraction == 0 or n < 2 * d.val_min_docs:
         return {}  # too few documents: holding some out would leave training nearly empty
     whole_limit = min(n - d.val_min_docs, d.val_max_docs)  # training keeps at least val_min_docs documents
-    spare = int(d.val_max_share * sum(chars for _, chars, _ in items))
+    spare = int(d.val_max_share * total)
     picked: dict[str, tuple[str, int]] = {}
     held = 0
 
@@ -96,13 +98,13 @@ def _draw_domain(d: ValidationSettings, items: list[tuple[str, int, str]]) -> di
         # until the text is large enough, within the share the domain can spare.
         return len(picked) >= limit or (len(picked) >= want and held >= d.val_min_chars)
 
-    for doc_id, chars, unit in items:
+    for doc_id, chars, unit in items():
         if enough(whole_limit):
             break
         if held + chars <= spare:
             picked[doc_id] = (unit, WHOLE)
             held += chars
-    for doc_id, chars, unit in items:  # a tail leaves the document in training: only val_max_docs limits it
+    for doc_id, chars, unit in items():  # a tail leaves the document in training: only val_max_docs limits it
         room = spare - held
         if enough(d.val_max_docs) or room < d.min_chars:
             break
