@@ -7,8 +7,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..progress import bar, log
-from .jsonl import ShardWriter
 from .dedup_step import apply_dedup, close_decisions, decision_writers, decisions_of
+from .jsonl import ShardWriter
 from .paragraph_split import split_paragraphs
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 

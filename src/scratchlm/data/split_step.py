@@ -9,8 +9,8 @@ from collections import Counter
 
 from ..progress import log
 from .jsonl import read_jsonl
-from .ranked_runs import RankedDocs
 from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS
+from .ranked_runs import RankedDocs
 from .short_docs import LengthFloor
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 from .step_context import StepContext
