@@ -45,6 +45,35 @@ def builtin_corpus(tmp_path_factory) -> dict[str, Path]:
     return build_builtin_corpus(tmp_path_factory.mktemp("corpus"), code_max_chars=300_000)
 
 
+@pytest.fixture(scope="session")
+def core_corpus(tmp_path_factory) -> dict[str, Path]:
+    """The built-in corpus with its web domain drawn only from scratchlm's core dependencies: the same whatever
+    optional or test packages the environment holds, for the tests whose outcome depends on the data."""
+    return build_builtin_corpus(tmp_path_factory.mktemp("core_corpus"), code_max_chars=300_000,
+                                web_only=_core_distributions())
+
+
+def _core_distributions() -> set[str]:
+    import importlib.metadata as metadata
+    import re
+
+    def names(dist: str) -> list[str]:
+        try:
+            requires = metadata.requires(dist) or []
+        except metadata.PackageNotFoundError:
+            return []
+        return [re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in requires if "extra ==" not in r]
+
+    found, todo = set(), ["scratchlm"]
+    while todo:
+        for name in names(todo.pop()):
+            for variant in {name, name.replace("_", "-"), name.replace("-", "_")}:
+                if variant not in found:
+                    found.add(variant)
+                    todo.append(variant)
+    return found
+
+
 def write_micro_config(directory: Path, corpus: dict[str, Path], steps: int = 80, ckpt: int = 40,
                        extra: str = "") -> Path:
     sources = "".join(

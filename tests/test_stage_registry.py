@@ -82,6 +82,10 @@ def _other(cfg, section, f):
         return {"humaneval": "off", "diversity_samples": 7}
     if (section, f.name) == ("train", "eval"):
         return "external"
+    if (section, f.name) == ("data", "executor"):
+        return "ray"
+    if (section, f.name) == ("data", "ray_address"):
+        return "ray://head:10001"
     raise AssertionError(f"no other value for {section}.{f.name}")
 
 

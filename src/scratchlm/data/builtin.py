@@ -13,7 +13,7 @@ import importlib.metadata
 import json
 import sysconfig
 from pathlib import Path
-from typing import Iterator
+from typing import Collection, Iterator
 
 import xxhash
 
@@ -48,12 +48,13 @@ def docs_documents() -> Iterator[dict]:
         yield {"id": f"pydoc/{name}", "text": topics[name]}
 
 
-def web_documents() -> Iterator[dict]:
+def web_documents(only: Collection[str] | None = None) -> Iterator[dict]:
+    """only: the distributions to read (lower-case names); default every installed one."""
     seen = set()
     dists = sorted(importlib.metadata.distributions(), key=lambda d: (d.metadata.get("Name") or "").lower())
     for dist in dists:
         name = dist.metadata.get("Name")
-        if not name or name.lower() in seen:
+        if not name or name.lower() in seen or (only is not None and name.lower() not in only):
             continue
         seen.add(name.lower())
         text = dist.metadata.get("Description") or dist.metadata.get_payload() or ""
@@ -61,10 +62,12 @@ def web_documents() -> Iterator[dict]:
             yield {"id": f"pypi/{name}", "text": text}
 
 
-def build_builtin_corpus(out: Path, code_max_chars: int | None = None) -> dict[str, Path]:
-    """Write one JSONL file per domain into `out`; returns {domain: path}."""
+def build_builtin_corpus(out: Path, code_max_chars: int | None = None,
+                         web_only: Collection[str] | None = None) -> dict[str, Path]:
+    """Write one JSONL file per domain into `out`; returns {domain: path}. web_only: see web_documents."""
     out.mkdir(parents=True, exist_ok=True)
-    makers = {"code": lambda: code_documents(code_max_chars), "docs": docs_documents, "web": web_documents}
+    makers = {"code": lambda: code_documents(code_max_chars), "docs": docs_documents,
+              "web": lambda: web_documents(web_only)}
     paths = {}
     for domain in DOMAINS:
         path = out / f"{domain}.jsonl"

@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..progress import bar, log
-from .clean.structure import similarity_text
+import numpy as np
+
+from ..progress import log
+from .dedup.sketch import save_sketch, sketch_doc
 from .jsonl import ShardWriter, read_jsonl
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 from .step_context import StepContext
 from .units import Unit
 
-BATCH = 1024
 EXAMPLES = 5
 
 
@@ -61,7 +62,7 @@ def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
     return doc
 
 
-def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dict[str, str]) -> dict:
+def _cluster_summary(kept_of: dict[str, tuple[str, float | None]]) -> dict:
     """Clusters (a kept document and its duplicates): count, size histogram and the largest as examples."""
     members: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
     for dup, (kept, score) in kept_of.items():
@@ -71,7 +72,7 @@ def _cluster_summary(kept_of: dict[str, tuple[str, float | None]], excerpts: dic
     return {"clusters": len(members), "duplicates": len(kept_of),
             "sizes": {str(k): v for k, v in sorted(sizes.items())},
             "examples": [{"kept": kept, "size": len(m) + 1, "duplicates": [d for d, _ in m[:3]],
-                          "excerpt": excerpts.get(kept, "")} for kept, m in largest]}
+                          "excerpt": ""} for kept, m in largest]}
 
 
 @dataclass(frozen=True)
@@ -88,83 +89,88 @@ class DocumentDedupSettings:
                    d.containment_threshold, tuple(sorted(s.name for s in d.sources if s.filter_profile == "code")))
 
 
+def sketch_settings(corpus: Corpus, unit: Unit):
+    from .dedup.containment import ContainmentConfig
+    from .dedup.minhash import MinHashConfig
+    from .dedup.sketch import SketchSettings
+
+    # the thresholds are applied when deciding: they do not change a sketch
+    return SketchSettings(MinHashConfig(), ContainmentConfig(), corpus.source(unit).filter_profile == "code")
+
+
 def find_duplicates(ctx: CorpusContext) -> dict:
     """Whole documents: exact, near (MinHash) and partial copies (containment), decided on the text as read,
     across every source, before any rule counts lines across documents or cuts per source (a page copied five
-    times keeps one copy; the same page in two sources is one page)."""
-    from .dedup import ContainmentConfig, ContainmentFinder, ExactDeduper, FuzzyDeduper, MinHashConfig
+    times keeps one copy; the same page in two sources is one page). From the units' sketches, sorted on disk
+    (dedup/disk_dedup.py): memory grows with the copies found, not with the corpus."""
+    from .dedup import ContainmentConfig, MinHashConfig
+    from .dedup.disk_dedup import find_copies, own_text, unit_of
 
     s: DocumentDedupSettings = ctx.settings
-    exact = ExactDeduper() if "exact_dedup" not in s.skip else None
-    fuzzy = FuzzyDeduper(MinHashConfig(threshold=s.fuzzy_threshold)) if "fuzzy_dedup" not in s.skip else None
-    contained = ContainmentFinder(ContainmentConfig(threshold=s.containment_threshold)) \
-        if "fuzzy_dedup" not in s.skip else None
-    exact_of: dict[str, tuple[str, float | None]] = {}
-    excerpts: dict[str, str] = {}
-
-    ids, texts = [], []
-
-    def flush() -> None:
-        if ids:
-            fuzzy.add_batch(ids, texts)
-            contained.add_batch(ids, texts)
-            ids.clear()
-            texts.clear()
-
-    code_ids = set()
-    for unit, doc in bar(ctx.docs(), total=ctx.docs_total(), desc="dedup: exact, minhash, containment", unit="doc"):
-        if exact is not None and (kept := exact.check(doc["id"], doc["text"])) is not None:
-            exact_of[doc["id"]] = (kept, None)
-            excerpts.setdefault(kept, doc["text"][:160])
-            continue
-        if fuzzy is not None:
-            ids.append(doc["id"])
-            whole = unit.source in s.code_sources  # a code file is compared whole, and a near copy is a copy
-            if whole:
-                code_ids.add(doc["id"])
-            texts.append(doc["text"] if whole else similarity_text(doc["text"]))
-            if len(ids) >= BATCH:
-                flush()
-    if fuzzy is not None:
-        flush()
-    near_of = dict(fuzzy.duplicates()) if fuzzy is not None else {}
-    part_of = contained.contained(set(near_of)) if contained is not None else {}
+    fuzzy = "fuzzy_dedup" not in s.skip
+    contained_cfg = ContainmentConfig(threshold=s.containment_threshold)
+    sk, copies = find_copies([ctx.runner.outputs[SKETCH.name][u.name] for u in ctx.units], ctx.out / ".work",
+                             "exact_dedup" not in s.skip, MinHashConfig(threshold=s.fuzzy_threshold) if fuzzy else None,
+                             contained_cfg if fuzzy else None)
     # A page that says something of its own is no copy, however much it shares (containment.py, own_min).
-    own_text = {doc_id for doc_id, (kept, _) in {**near_of, **part_of}.items()
-                if doc_id not in code_ids and contained.own(doc_id, kept) >= contained.cfg.own_min} \
-        if contained is not None else set()
-    for doc_id in own_text:
-        near_of.pop(doc_id, None)
-        part_of.pop(doc_id, None)
+    code = np.array([u.source in s.code_sources for u in ctx.units], dtype=bool)
+    kept_copies = []
+    own = 0
+    for pairs in (copies.near, copies.contained):
+        judged = np.flatnonzero(~code[unit_of(pairs[:, 0])]) if len(pairs) else np.empty(0, np.int64)
+        keeps = judged[own_text(sk, pairs[judged]) >= contained_cfg.own_min]
+        own += len(keeps)
+        kept_copies.append(np.setdiff1d(np.arange(len(pairs)), keeps))
+    near = copies.near[kept_copies[0]], copies.near_jaccard[kept_copies[0]]
+    part = copies.contained[kept_copies[1]], copies.contained_share[kept_copies[1]]
 
+    def named(pairs: np.ndarray, scores: np.ndarray | None) -> dict[str, tuple[str, float | None]]:
+        ids = [sk.gather("ids", pairs[:, i]).tolist() if len(pairs) else [] for i in (0, 1)]
+        return {dup: (kept, None if scores is None else float(score))
+                for dup, kept, score in zip(ids[0], ids[1], scores if scores is not None else [None] * len(pairs))}
+
+    exact_of, near_of, part_of = named(copies.exact, None), named(*near), named(*part)
     writers = decision_writers(ctx.units, ctx.out)
-    wanted = set(exact_of) | set(near_of) | set(part_of) | {k for k, _ in near_of.values()} \
-        | {k for k, _ in part_of.values()}
-    for unit, doc in ctx.docs():
-        doc_id = doc["id"]
-        if doc_id not in wanted:
-            continue
-        excerpts.setdefault(doc_id, doc["text"][:160])
-        if doc_id in exact_of:
+    by_doc = sorted([(int(d), "exact") for d in copies.exact[:, 0]] + [(int(d), "near") for d in near[0][:, 0]]
+                    + [(int(d), "part") for d in part[0][:, 0]])
+    ids = dict(zip((d for d, _ in by_doc), sk.gather("ids", np.array([d for d, _ in by_doc], dtype=np.int64)).tolist()
+                   if by_doc else []))
+    for doc, kind in by_doc:  # in input order, as the units' documents
+        doc_id = ids[doc]
+        if kind == "exact":
             decision = {"rule": "exact_duplicate", "detail": f"same normalized text as {exact_of[doc_id][0]}"}
-        elif doc_id in near_of:
+        elif kind == "near":
             kept, jaccard = near_of[doc_id]
-            decision = {"rule": "near_duplicate", "score": round(float(jaccard), 4),
-                        "detail": f"estimated Jaccard {float(jaccard):.2f} with {kept}"}
-        elif doc_id in part_of:
+            decision = {"rule": "near_duplicate", "score": round(jaccard, 4),
+                        "detail": f"estimated Jaccard {jaccard:.2f} with {kept}"}
+        else:
             kept, share = part_of[doc_id]
             decision = {"rule": "contained_duplicate", "score": round(share, 4),
                         "detail": f"{share:.0%} of its word 5-grams are in the longer {kept}"}
-        else:
-            continue
-        writers[unit.name].write({"id": doc_id, "action": "drop", **decision})
+        writers[ctx.units[doc >> 32].name].write({"id": doc_id, "action": "drop", **decision})
     close_decisions(writers, ctx.out)
-    log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies; {len(own_text)} "
+    log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies; {own} "
         f"pages that share most of their text with another but have words of their own kept")
-    return {"exact": _cluster_summary(exact_of, excerpts), "fuzzy": _cluster_summary(near_of, excerpts),
-            "contained": _cluster_summary(part_of, excerpts), "kept_with_own_text": len(own_text),
-            "skipped": list(s.skip)}
+    summaries = {"exact": _cluster_summary(exact_of), "fuzzy": _cluster_summary(near_of),
+                 "contained": _cluster_summary(part_of)}
+    _add_excerpts(ctx, summaries)
+    return {**summaries, "kept_with_own_text": own, "skipped": list(s.skip)}
 
 
-FIND_DUPLICATES = CorpusStep("find_duplicates", find_duplicates, DocumentDedupSettings.of)
+def _add_excerpts(ctx: CorpusContext, summaries: dict) -> None:
+    """The start of each example cluster's kept document (a few: found by reading the units' documents)."""
+    wanted = {e["kept"] for summary in summaries.values() for e in summary["examples"]}
+    found: dict[str, str] = {}
+    for _, doc in ctx.docs() if wanted else ():
+        if doc["id"] in wanted:
+            found[doc["id"]] = doc["text"][:160]
+            if len(found) == len(wanted):
+                break
+    for summary in summaries.values():
+        for e in summary["examples"]:
+            e["excerpt"] = found.get(e["kept"], "")
+
+
+SKETCH = DocumentStep("dedup_sketch", sketch_doc, sketch_settings, finish=save_sketch, writes_docs=False)
+FIND_DUPLICATES = CorpusStep("find_duplicates", find_duplicates, DocumentDedupSettings.of, reads=SKETCH)
 DEDUP = DocumentStep("dedup", apply_dedup, state=decisions_of(FIND_DUPLICATES))

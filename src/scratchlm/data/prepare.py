@@ -37,7 +37,7 @@ from pathlib import Path
 from ..config import Config
 from ..executor import data_executor
 from ..ids import DigestCache, write_json
-from .dedup_step import DEDUP, FIND_DUPLICATES
+from .dedup_step import DEDUP, FIND_DUPLICATES, SKETCH
 from .language_step import LANGUAGE
 from .line_steps import BOILERPLATE, FIND_REPEATED_LINES, LINE_COUNTS, REPEATED_LINES
 from .marker_scan import describe, scan_data_dir
@@ -55,7 +55,7 @@ from .units import plan_units
 
 STEPS: tuple[Step, ...] = (
     READ,
-    FIND_DUPLICATES, DEDUP,
+    SKETCH, FIND_DUPLICATES, DEDUP,
     CHOOSE_PROFILES,
     BOILERPLATE,
     LINE_COUNTS, FIND_REPEATED_LINES, REPEATED_LINES,

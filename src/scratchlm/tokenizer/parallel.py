@@ -16,16 +16,20 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
+import xxhash
 
 from ..executor import Executor, LocalExecutor, in_worker
 
 CHUNK_CHARS = 1 << 18  # small enough that many cores stay busy to the end, large enough to amortize pickling
 CHUNK_DOCS = 4096
 
-_loaded: dict = {}  # the tokenizer this process loaded, by its (path, wrap, dtype): workers load it once
+# The tokenizer this process loaded, by the encoder's args (its file's digest among them): a worker loads it once
+# per encoder, and a Ray worker that outlives one never encodes with a replaced file.
+_loaded: dict = {}
+Args = tuple[str, tuple[int, int] | None, str, str]  # tokenizer path, wrap, dtype, file digest
 
 
-def _tokenizer(args: tuple[str, tuple[int, int] | None, str]):
+def _tokenizer(args: Args):
     if _loaded.get("args") != args:
         from .bpe import load_tokenizer
 
@@ -33,12 +37,12 @@ def _tokenizer(args: tuple[str, tuple[int, int] | None, str]):
     return _loaded["tok"]
 
 
-def _encode(task: tuple[tuple[str, tuple[int, int] | None, str], list[str]]) -> tuple[np.ndarray, np.ndarray]:
+def _encode(task: tuple[Args, list[str]]) -> tuple[np.ndarray, np.ndarray]:
     """(all token ids of the chunk, concatenated; tokens per document), each document between wrap's ids."""
     args, texts = task
     if in_worker():
         os.environ["TOKENIZERS_PARALLELISM"] = "false"  # read by tokenizers at each batch call
-    tok, (_, wrap, dtype) = _tokenizer(args), args
+    tok, (_, wrap, dtype, _) = _tokenizer(args), args
     encode_batch = getattr(tok, "encode_batch_fast", tok.encode_batch)  # _fast (tokenizers>=0.20) skips offsets
     encoded = encode_batch(texts, add_special_tokens=False)
     lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
@@ -78,7 +82,9 @@ class ParallelEncoder:
                  executor: Executor | None = None):
         self.executor = executor or LocalExecutor(workers)
         self.workers = self.executor.workers
-        self.args = (str(tokenizer_path), wrap, np.dtype(dtype).str)
+        digest = xxhash.xxh3_128_hexdigest(Path(tokenizer_path).read_bytes())
+        self.args: Args = (str(tokenizer_path), wrap, np.dtype(dtype).str, digest)
+        _loaded.clear()  # encoding in this process: load it anew too
 
     def encode(self, chunks: Iterable[list[str]]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         return self.executor.imap(_encode, ((self.args, chunk) for chunk in chunks))

@@ -42,6 +42,16 @@ class ContainmentConfig:
     seed: int = 7
 
 
+def sampled_shingles(texts: list[str], cfg: ContainmentConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(text number, sampled shingle hash as int64) of each text's distinct sampled shingles, sorted by both."""
+    hashes, offsets = shingle_hashes(texts, cfg.ngram, cfg.seed)
+    mask = np.uint64((1 << cfg.sample_bits) - 1)
+    doc = np.repeat(np.arange(len(texts)), np.diff(offsets))
+    keep = (hashes & mask) == 0
+    pairs = np.unique(np.stack([doc[keep], hashes[keep].view(np.int64)], axis=1), axis=0)  # distinct per doc
+    return pairs[:, 0], pairs[:, 1]
+
+
 class ContainmentFinder:
     def __init__(self, cfg: ContainmentConfig = ContainmentConfig()) -> None:
         self.cfg = cfg
@@ -51,13 +61,9 @@ class ContainmentFinder:
         self._sets: dict[str, np.ndarray] | None = None
 
     def add_batch(self, ids: list[str], texts: list[str]) -> None:
-        hashes, offsets = shingle_hashes(texts, self.cfg.ngram, self.cfg.seed)
-        mask = np.uint64((1 << self.cfg.sample_bits) - 1)
-        doc = np.repeat(np.arange(len(self._ids), len(self._ids) + len(ids)), np.diff(offsets))
-        keep = (hashes & mask) == 0
-        pairs = np.unique(np.stack([doc[keep], hashes[keep].view(np.int64)], axis=1), axis=0)  # distinct per doc
-        self._docs.append(pairs[:, 0])
-        self._hashes.append(pairs[:, 1])
+        docs, hashes = sampled_shingles(texts, self.cfg)
+        self._docs.append(docs + len(self._ids))
+        self._hashes.append(hashes)
         self._ids.extend(ids)
         self._sets = None
 

@@ -1,0 +1,285 @@
+"""Whole-document copies decided from the units' sketches (sketch.py) by sorting on disk, in bounded memory.
+
+The in-memory deduplicators (exact.py, minhash.py, containment.py) hold every document's key, signature and
+shingle sample at once: about 2 KB per document, tens of GB at the mission's scale. Here, as in datatrove's
+MinHash stages, every corpus-wide question is a sort of (key, document) rows, cut into buckets by key so that
+one bucket at a time is in memory:
+
+  exact      rows (xxh3 key, doc) bucketed by key: the first document of each key keeps it;
+  near       rows (LSH band key, doc) of the documents that are no exact copy, bucketed by key: documents sharing
+             a band key are candidates (each with the earliest `max_candidates_per_bucket` before it); the
+             candidates, bucketed by the unit of the later one, are verified on their signatures (estimated
+             Jaccard >= threshold), and the verified edges joined by a union-find whose root, the first document
+             of its cluster, is kept;
+  contained  rows (sampled shingle, doc) of the documents left, bucketed by hash: documents sharing an uncommon
+             shingle are pairs, counted per pair in buckets by the first one's unit, then judged as
+             ContainmentFinder.contained judges them.
+
+A document is a number, its unit's position << 32 | its position in the unit, so numbers sort in input order
+and the first occurrence is the smallest. What stays in memory grows only with the copies found (the edges, the
+union-find over the documents in them, the decisions): about 100 bytes per copy. The decisions are those of the
+in-memory path (tests/test_disk_dedup.py compares them).
+"""
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .containment import ContainmentConfig
+from .minhash import MinHashConfig, UnionFind, band_keys, pairs_within_batch
+
+ROWS_PER_BUCKET = 1 << 22  # rows of a key bucket sorted at once: 64-100 MB
+_LOCAL = (1 << 32) - 1
+
+
+def numbers(unit: int, n: int) -> np.ndarray:
+    return (np.int64(unit) << 32) | np.arange(n, dtype=np.int64)
+
+
+def unit_of(doc: np.ndarray) -> np.ndarray:
+    return doc >> 32
+
+
+def local(doc: np.ndarray) -> np.ndarray:
+    return doc & _LOCAL
+
+
+class Buckets:
+    """Rows of `width` int64 values appended to one file per bucket number, read back a bucket at a time."""
+
+    def __init__(self, root: Path, name: str, width: int):
+        self.dir, self.width = root / name, width
+        self.dir.mkdir(parents=True)
+
+    def add(self, bucket: np.ndarray, rows: np.ndarray) -> None:
+        if not len(rows):
+            return
+        order = np.argsort(bucket, kind="stable")
+        bucket, rows = bucket[order], np.ascontiguousarray(rows[order], dtype=np.int64)
+        cuts = np.flatnonzero(np.diff(bucket)) + 1
+        for part, part_rows in zip(bucket[np.r_[0, cuts]].tolist(), np.split(rows, cuts)):
+            with open(self.dir / f"{part}.bin", "ab") as f:
+                part_rows.tofile(f)
+
+    def read(self, bucket: int) -> np.ndarray:
+        path = self.dir / f"{bucket}.bin"
+        rows = np.fromfile(path, dtype=np.int64) if path.exists() else np.empty(0, np.int64)
+        return rows.reshape(-1, self.width)
+
+
+class Sketches:
+    """The units' sketch arrays, loaded one unit at a time (memory-mapped: a gather touches only its rows)."""
+
+    def __init__(self, dirs: list[Path]):
+        self.dirs = dirs
+        self.sizes = [len(np.load(d / "shingles.npy", mmap_mode="r")) for d in dirs]
+
+    def load(self, unit: int, name: str) -> np.ndarray:
+        return np.load(self.dirs[unit] / f"{name}.npy", mmap_mode="r")
+
+    def gather(self, name: str, docs: np.ndarray) -> np.ndarray:
+        """The rows of `name` of these documents, in their order."""
+        return gather(lambda u: self.load(u, name), docs)
+
+    def sample(self, doc: int) -> np.ndarray:
+        at = self.load(doc >> 32, "sample_at")
+        i = doc & _LOCAL
+        return np.asarray(self.load(doc >> 32, "sample")[at[i]:at[i + 1]])
+
+
+def gather(load, docs: np.ndarray) -> np.ndarray:
+    """Rows of the per-unit arrays `load(unit)` for these document numbers, in their order; one unit at a time."""
+    units = unit_of(docs)
+    out = None
+    for u in np.unique(units).tolist():
+        at = np.flatnonzero(units == u)
+        order = np.argsort(local(docs[at]), kind="stable")  # read forward through the unit's (mapped) array
+        rows = load(u)[local(docs[at])[order]]
+        if out is None:  # strings (IDs) as objects: each unit's array has its own width
+            out = np.empty((len(docs), *rows.shape[1:]), dtype=object if rows.dtype.kind == "U" else rows.dtype)
+        out[at[order]] = rows
+    return out if out is not None else np.empty(0)
+
+
+@dataclass
+class Copies:
+    """(copy, kept original) document numbers, with the estimated Jaccard or containment where there is one."""
+    exact: np.ndarray  # [n, 2]
+    near: np.ndarray  # [n, 2]
+    near_jaccard: np.ndarray
+    contained: np.ndarray  # [n, 2]
+    contained_share: np.ndarray
+
+
+def _buckets_for(rows: int) -> int:
+    return max(1, math.ceil(rows / ROWS_PER_BUCKET))
+
+
+def _first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """For rows sorted by (key..., doc): the row of the first doc of each row's key."""
+    starts = np.ones(len(docs), dtype=bool)
+    starts[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+    return np.maximum.accumulate(np.where(starts, np.arange(len(docs)), 0))
+
+
+def exact_copies(sk: Sketches, work: Path) -> np.ndarray:
+    """[n, 2] (copy, first document with the same normalized text), by the copy's number."""
+    parts = _buckets_for(sum(sk.sizes))
+    rows = Buckets(work, "exact", 3)
+    for u, n in enumerate(sk.sizes):
+        keys = np.asarray(sk.load(u, "exact"))
+        rows.add((keys[:, 0] % np.uint64(parts)).astype(np.int64), np.column_stack([keys.view(np.int64),
+                                                                                   numbers(u, n)]))
+    found = []
+    for part in range(parts):
+        r = rows.read(part)
+        r = r[np.lexsort((r[:, 2], r[:, 1], r[:, 0]))]
+        first = _first_of_key(r[:, :2], r[:, 2])
+        copy = first != np.arange(len(r))
+        found.append(np.column_stack([r[copy, 2], r[first[copy], 2]]))
+    return _sorted_pairs(found)
+
+
+def _sorted_pairs(parts: list[np.ndarray], width: int = 2) -> np.ndarray:
+    pairs = np.concatenate(parts) if parts else np.empty((0, width), np.int64)
+    return pairs[np.argsort(pairs[:, 0], kind="stable")] if len(pairs) else pairs.reshape(0, width)
+
+
+def _masks(sk: Sketches, gone: np.ndarray) -> list[np.ndarray]:
+    """Per unit, which of its documents are in `gone` (document numbers)."""
+    masks = [np.zeros(n, dtype=bool) for n in sk.sizes]
+    units = unit_of(gone)
+    for u in np.unique(units).tolist():
+        masks[u][local(gone[units == u])] = True
+    return masks
+
+
+def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """([n, 2] (copy, first document of its cluster), estimated Jaccard of the two), documents in `skip` aside."""
+    parts = _buckets_for(sum(sk.sizes) * cfg.bands)
+    rows = Buckets(work, "bands", 2)
+    for u, n in enumerate(sk.sizes):
+        docs = np.flatnonzero(~skip[u] & (np.asarray(sk.load(u, "shingles")) > 0))
+        keys = band_keys(np.asarray(sk.load(u, "sig"))[docs], cfg.bands, cfg.rows).ravel().view(np.int64)
+        rows.add((keys.view(np.uint64) % np.uint64(parts)).astype(np.int64),
+                 np.column_stack([keys, np.repeat(numbers(u, n)[docs], cfg.bands)]))
+    candidates = Buckets(work, "candidates", 2)
+    for part in range(parts):
+        r = rows.read(part)
+        r = r[np.lexsort((r[:, 1], r[:, 0]))]
+        later, earlier = pairs_within_batch(r[:, 0], cfg.max_candidates_per_bucket, np.arange(len(r)))
+        candidates.add(unit_of(r[later, 1]), np.column_stack([r[later, 1], r[earlier, 1]]))
+    edges = []
+    for u in range(len(sk.sizes)):
+        pairs = np.unique(candidates.read(u), axis=0)  # a pair often shares several bands
+        if len(pairs):
+            edges.append(pairs[_jaccard(sk, pairs) >= cfg.threshold])
+    edges = np.concatenate(edges) if edges else np.empty((0, 2), np.int64)
+    nodes = np.unique(edges)
+    sets = UnionFind()
+    sets.grow(len(nodes))
+    for a, b in np.searchsorted(nodes, edges).tolist():
+        sets.union(a, b)
+    roots = sets.roots()  # the smallest member: the first document of the cluster
+    copy = roots != np.arange(len(nodes))
+    pairs = np.column_stack([nodes[copy], nodes[roots[copy]]])
+    return pairs, _jaccard(sk, pairs)
+
+
+def _jaccard(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
+    out = np.empty(len(pairs))
+    for lo in range(0, len(pairs), 1 << 16):
+        chunk = pairs[lo:lo + (1 << 16)]
+        out[lo:lo + len(chunk)] = (sk.gather("sig", chunk[:, 0]) == sk.gather("sig", chunk[:, 1])).mean(axis=1)
+    return out
+
+
+def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig,
+                     skip: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """([n, 2] (partial copy, the longer document holding it), estimated containment), documents in `skip`
+    aside; ContainmentFinder.contained's rules, pair by pair."""
+    total = sum(len(sk.load(u, "sample")) for u in range(len(sk.sizes)))
+    parts = _buckets_for(total)
+    rows = Buckets(work, "samples", 2)
+    for u, n in enumerate(sk.sizes):
+        at = np.asarray(sk.load(u, "sample_at"))
+        owner = np.repeat(numbers(u, n), np.diff(at))
+        keep = ~np.repeat(skip[u], np.diff(at))
+        hashes = np.asarray(sk.load(u, "sample"))[keep]
+        rows.add((hashes.view(np.uint64) % np.uint64(parts)).astype(np.int64), np.column_stack([hashes, owner[keep]]))
+    evidence, shared = Buckets(work, "evidence", 1), Buckets(work, "shared", 2)
+    for part in range(parts):
+        r = rows.read(part)
+        r = r[np.lexsort((r[:, 1], r[:, 0]))]
+        hashes, docs = r[:, 0], r[:, 1]
+        starts = np.flatnonzero(np.concatenate(([True], hashes[1:] != hashes[:-1]))) if len(r) else np.empty(0, int)
+        sizes = np.diff(np.append(starts, len(r)))
+        common = np.repeat(sizes <= cfg.max_postings, sizes)  # a common phrase counts on neither side
+        evidence.add(unit_of(docs[common]), docs[common, None])
+        for k in range(2, cfg.max_postings + 1):
+            groups = starts[sizes == k]
+            if len(groups):
+                members = docs[groups[:, None] + np.arange(k)]
+                i, j = np.triu_indices(k, 1)
+                a, b = members[:, i].ravel(), members[:, j].ravel()
+                shared.add(unit_of(a), np.column_stack([a, b]))
+    counts = work / "evidence_counts"  # per document, its sampled shingles that are evidence: kept on disk too
+    counts.mkdir()
+    for u, n in enumerate(sk.sizes):
+        np.save(counts / f"{u}.npy", np.bincount(local(evidence.read(u)[:, 0]), minlength=n))
+
+    def samples_of(docs: np.ndarray) -> np.ndarray:
+        return gather(lambda u: np.load(counts / f"{u}.npy", mmap_mode="r"), docs)
+
+    found = []
+    for u in range(len(sk.sizes)):
+        pairs, count = np.unique(shared.read(u), axis=0, return_counts=True)
+        if not len(pairs):
+            continue
+        a, b = pairs[:, 0], pairs[:, 1]
+        samples_a, samples_b = samples_of(a), samples_of(b)
+        in_b, in_a = count / np.maximum(samples_a, 1), count / np.maximum(samples_b, 1)
+        judged = (samples_a >= cfg.min_samples) & (samples_b >= cfg.min_samples)
+        mutual = judged & (in_b >= cfg.threshold) & (in_a >= cfg.threshold)
+        a_goes = judged & ~mutual & (in_b >= cfg.threshold) & (samples_b > samples_a)
+        b_goes = judged & (mutual | ((in_a >= cfg.threshold) & (samples_a > samples_b)))
+        found += [np.column_stack([b[b_goes], a[b_goes], in_a[b_goes].view(np.int64)]),
+                  np.column_stack([a[a_goes], b[a_goes], in_b[a_goes].view(np.int64)])]
+    if not found:
+        return np.empty((0, 2), np.int64), np.empty(0)
+    rows = np.concatenate(found)
+    share = rows[:, 2].view(np.float64)
+    # each copy once: the document holding most of it, the earliest of those on a tie
+    order = np.lexsort((rows[:, 1], -share, rows[:, 0]))
+    rows, share = rows[order], share[order]
+    first = np.concatenate(([True], rows[1:, 0] != rows[:-1, 0]))
+    return rows[first, :2], np.minimum(share[first], 1.0)
+
+
+def own_text(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
+    """For each (copy, original): how many of the copy's sampled shingles the original lacks."""
+    return np.array([np.count_nonzero(~np.isin(sk.sample(a), sk.sample(b))) for a, b in pairs.tolist()],
+                    dtype=np.int64)
+
+
+def find_copies(dirs: list[Path], work: Path, exact: bool, near: MinHashConfig | None,
+                contained: ContainmentConfig | None) -> tuple[Sketches, Copies]:
+    """Every copy among the documents sketched in `dirs` (one per unit, in input order); `work` is scratch space,
+    removed when done."""
+    sk = Sketches(dirs)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        exact_pairs = exact_copies(sk, work) if exact else np.empty((0, 2), np.int64)
+        gone = _masks(sk, exact_pairs[:, 0])
+        near_pairs, jaccard = near_copies(sk, work, near, gone) if near else (np.empty((0, 2), np.int64), np.empty(0))
+        for u, mask in enumerate(_masks(sk, near_pairs[:, 0])):
+            gone[u] |= mask
+        part_pairs, share = contained_copies(sk, work, contained, gone) if contained \
+            else (np.empty((0, 2), np.int64), np.empty(0))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return sk, Copies(exact_pairs, near_pairs, jaccard, part_pairs, share)

@@ -1,0 +1,105 @@
+"""Document dedup sorted on disk (dedup/disk_dedup.py) decides what the in-memory deduplicators decide."""
+import json
+import random
+
+import pytest
+
+from scratchlm.config import config_from_dict
+from scratchlm.data import dedup_step
+from scratchlm.data.clean.structure import similarity_text
+from scratchlm.data.dedup import ContainmentConfig, ContainmentFinder, ExactDeduper, FuzzyDeduper, MinHashConfig
+from scratchlm.data.dedup import disk_dedup
+from scratchlm.data.jsonl import read_jsonl
+from scratchlm.data.read_step import READ
+from scratchlm.data.step import Corpus
+from scratchlm.data.step_runner import RESULT, StepRunner
+from scratchlm.data.units import plan_units
+from scratchlm.executor import LocalExecutor
+from scratchlm.ids import DigestCache
+
+
+def _planted(builtin_corpus, tmp_path) -> dict[str, str]:
+    """The built-in corpus's documents with copies planted among them: exact, a word changed, a page inside a
+    longer one, and a copy with a long passage of its own (which stays)."""
+    rng = random.Random(5)
+    paths = {}
+    for name in ("web", "docs", "code"):
+        docs = [json.loads(line)["text"] for line in builtin_corpus[name].read_text().splitlines()][:250]
+        prose = [d for d in docs if len(d.split()) > 250]
+        for i in range(12):
+            a, b = rng.choice(prose or docs), rng.choice(docs)
+            words = a.split()
+            words[len(words) // 2] = "planted"
+            docs.insert(rng.randrange(len(docs)), a)  # exact
+            docs.insert(rng.randrange(len(docs)), " ".join(words))  # near
+            docs.append(a + "\n\n" + b)  # holds a: a is the partial copy
+            docs.append(a + "\n\n" + " ".join(f"own{rng.randrange(10**6)}" for _ in range(400)))
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    return paths
+
+
+def _runner(tmp_path, paths):
+    cfg = config_from_dict({"data": {"sources": [{"name": n, "domain": n, "path": str(p)} for n, p in paths.items()],
+                                     "workers": 1, "unit_mb": 1, "min_chars": 50}})
+    cfg.path = tmp_path / "c.toml"
+    corpus = Corpus(cfg)
+    run = StepRunner(plan_units(cfg, DigestCache(tmp_path / "digests.json")), tmp_path / "cache", LocalExecutor(1))
+    READ.run(run, corpus)
+    return run, corpus
+
+
+def _in_memory(run, corpus) -> dict[str, dict]:
+    """The decisions of the in-memory path this replaced (as it stood before issue 20)."""
+    s = dedup_step.DocumentDedupSettings.of(corpus)
+    exact, fuzzy = ExactDeduper(), FuzzyDeduper(MinHashConfig(threshold=s.fuzzy_threshold))
+    contained = ContainmentFinder(ContainmentConfig(threshold=s.containment_threshold))
+    exact_of, code_ids, ids, texts = {}, set(), [], []
+    for unit, doc in run.iter_docs():
+        if (kept := exact.check(doc["id"], doc["text"])) is not None:
+            exact_of[doc["id"]] = kept
+            continue
+        whole = unit.source in s.code_sources
+        code_ids |= {doc["id"]} if whole else set()
+        ids.append(doc["id"])
+        texts.append(doc["text"] if whole else similarity_text(doc["text"]))
+    for lo in range(0, len(ids), 1024):
+        fuzzy.add_batch(ids[lo:lo + 1024], texts[lo:lo + 1024])
+        contained.add_batch(ids[lo:lo + 1024], texts[lo:lo + 1024])
+    near_of = dict(fuzzy.duplicates())
+    part_of = contained.contained(set(near_of))
+    own = {d for d, (k, _) in {**near_of, **part_of}.items()
+           if d not in code_ids and contained.own(d, k) >= contained.cfg.own_min}
+    out = {d: {"rule": "exact_duplicate", "detail": f"same normalized text as {k}"} for d, k in exact_of.items()}
+    out |= {d: {"rule": "near_duplicate", "score": round(j, 4), "detail": f"estimated Jaccard {j:.2f} with {k}"}
+            for d, (k, j) in near_of.items() if d not in own}
+    out |= {d: {"rule": "contained_duplicate", "score": round(c, 4),
+                "detail": f"{c:.0%} of its word 5-grams are in the longer {k}"} for d, (k, c) in part_of.items()
+            if d not in own}
+    return out
+
+
+def _on_disk(run, corpus) -> dict[str, dict]:
+    dedup_step.SKETCH.run(run, corpus)
+    dedup_step.FIND_DUPLICATES.run(run, corpus)
+    decided = corpus.decision(dedup_step.FIND_DUPLICATES)
+    out = {}
+    for path in sorted((run.cache / decided.where).glob("*.jsonl.zst")):
+        for r in read_jsonl(path):
+            doc_id = r.pop("id")
+            out[doc_id] = {k: v for k, v in r.items() if k != "action"}
+    assert (run.cache / decided.where / RESULT).exists() and not (run.cache / decided.where / ".work").exists()
+    return out
+
+
+@pytest.mark.parametrize("bucket_rows", [disk_dedup.ROWS_PER_BUCKET, 97])
+def test_disk_dedup_decides_what_the_in_memory_path_decides(builtin_corpus, tmp_path, monkeypatch, bucket_rows):
+    monkeypatch.setattr(disk_dedup, "ROWS_PER_BUCKET", bucket_rows)  # 97: hundreds of buckets of each kind
+    run, corpus = _runner(tmp_path, _planted(builtin_corpus, tmp_path))
+    assert len(run.units) > 3
+    expected = _in_memory(run, corpus)
+    rules = {r["rule"] for r in expected.values()}
+    assert rules == {"exact_duplicate", "near_duplicate", "contained_duplicate"}, rules
+    assert _on_disk(run, corpus) == expected
+    report = corpus.decision(dedup_step.FIND_DUPLICATES).result
+    assert report["kept_with_own_text"] >= 12 and report["exact"]["examples"][0]["excerpt"]
