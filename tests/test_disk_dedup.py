@@ -103,3 +103,17 @@ def test_disk_dedup_decides_what_the_in_memory_path_decides(builtin_corpus, tmp_
     assert _on_disk(run, corpus) == expected
     report = corpus.decision(dedup_step.FIND_DUPLICATES).result
     assert report["kept_with_own_text"] >= 12 and report["exact"]["examples"][0]["excerpt"]
+
+
+def test_a_corpus_without_copies_has_none(tmp_path):
+    """Pages that share a passage, none a copy of another: every kind comes back empty, not an error."""
+    rng = random.Random(2)
+
+    def words(n: int) -> str:
+        return " ".join(f"w{rng.randrange(10**6)}" for _ in range(n))
+
+    shared = [words(60) for _ in range(10)]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": words(300) + "\n\n" + shared[i % 10]}) + "\n" for i in range(40)))
+    run, corpus = _runner(tmp_path, {"docs": path})
+    assert _on_disk(run, corpus) == {} and _in_memory(run, corpus) == {}

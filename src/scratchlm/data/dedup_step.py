@@ -171,6 +171,11 @@ def _add_excerpts(ctx: CorpusContext, summaries: dict) -> None:
             e["excerpt"] = found.get(e["kept"], "")
 
 
-SKETCH = DocumentStep("dedup_sketch", sketch_doc, sketch_settings, finish=save_sketch, writes_docs=False)
+def dedups(corpus: Corpus, unit: Unit) -> bool:
+    return not {"exact_dedup", "fuzzy_dedup"} <= set(corpus.data.skip)
+
+
+SKETCH = DocumentStep("dedup_sketch", sketch_doc, sketch_settings, applies=dedups, finish=save_sketch,
+                      writes_docs=False)
 FIND_DUPLICATES = CorpusStep("find_duplicates", find_duplicates, DocumentDedupSettings.of, reads=SKETCH)
 DEDUP = DocumentStep("dedup", apply_dedup, state=decisions_of(FIND_DUPLICATES))

@@ -249,9 +249,9 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig,
         b_goes = judged & (mutual | ((in_a >= cfg.threshold) & (samples_a > samples_b)))
         found += [np.column_stack([b[b_goes], a[b_goes], in_a[b_goes].view(np.int64)]),
                   np.column_stack([a[a_goes], b[a_goes], in_b[a_goes].view(np.int64)])]
-    if not found:
+    rows = np.concatenate(found) if found else np.empty((0, 3), np.int64)
+    if not len(rows):
         return np.empty((0, 2), np.int64), np.empty(0)
-    rows = np.concatenate(found)
     share = rows[:, 2].view(np.float64)
     # each copy once: the document holding most of it, the earliest of those on a tie
     order = np.lexsort((rows[:, 1], -share, rows[:, 0]))
