@@ -41,7 +41,7 @@ def _planted(builtin_corpus, tmp_path) -> dict[str, str]:
 
 def _runner(tmp_path, paths):
     cfg = config_from_dict({"data": {"sources": [{"name": n, "domain": n, "path": str(p)} for n, p in paths.items()],
-                                     "workers": 1, "unit_mb": 1, "min_chars": 50}})
+                                     "workers": 1, "unit_mb": 1, "min_chars": 50, "sort_mb": 16}})
     cfg.path = tmp_path / "c.toml"
     corpus = Corpus(cfg)
     run = StepRunner(plan_units(cfg, DigestCache(tmp_path / "digests.json")), tmp_path / "cache", LocalExecutor(1))
@@ -92,9 +92,10 @@ def _on_disk(run, corpus) -> dict[str, dict]:
     return out
 
 
-@pytest.mark.parametrize("bucket_rows", [disk_dedup.ROWS_PER_BUCKET, 97])
-def test_disk_dedup_decides_what_the_in_memory_path_decides(builtin_corpus, tmp_path, monkeypatch, bucket_rows):
-    monkeypatch.setattr(disk_dedup, "ROWS_PER_BUCKET", bucket_rows)  # 97: hundreds of buckets of each kind
+@pytest.mark.parametrize("row_bytes", [disk_dedup.SORT_BYTES_PER_ROW, 1 << 20])
+def test_disk_dedup_decides_what_the_in_memory_path_decides(builtin_corpus, tmp_path, monkeypatch, row_bytes):
+    # a "row" of 1 MiB: 16 MB sorts hold 16 rows, so every kind of row is cut into hundreds of buckets
+    monkeypatch.setattr(disk_dedup, "SORT_BYTES_PER_ROW", row_bytes)
     run, corpus = _runner(tmp_path, _planted(builtin_corpus, tmp_path))
     assert len(run.units) > 3
     expected = _in_memory(run, corpus)

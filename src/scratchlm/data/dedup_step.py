@@ -111,7 +111,7 @@ def find_duplicates(ctx: CorpusContext) -> dict:
     contained_cfg = ContainmentConfig(threshold=s.containment_threshold)
     sk, copies = find_copies([ctx.runner.outputs[SKETCH.name][u.name] for u in ctx.units], ctx.out / ".work",
                              "exact_dedup" not in s.skip, MinHashConfig(threshold=s.fuzzy_threshold) if fuzzy else None,
-                             contained_cfg if fuzzy else None)
+                             contained_cfg if fuzzy else None, ctx.corpus.data.sort_mb)
     # A page that says something of its own is no copy, however much it shares (containment.py, own_min).
     code = np.array([u.source in s.code_sources for u in ctx.units], dtype=bool)
     kept_copies = []

@@ -6,8 +6,9 @@ process pool; corpus steps read many units at once, decide, and hand each unit i
 step after them applies:
 
   read                       readers, Unicode normalization, length bounds                      read_step.py
-  find_duplicates, dedup     exact, near (MinHash LSH) and partial (containment) copies of       dedup_step.py
-                             whole documents, corpus-wide, on the text as read
+  dedup_sketch,              exact, near (MinHash LSH) and partial (containment) copies of       dedup_step.py
+  find_duplicates, dedup     whole documents, corpus-wide, on the text as read: sketched per
+                             unit, decided by sorting on disk (dedup/disk_dedup.py)
   choose_profiles            the filter set of each source that names none, from its            profile_step.py
                              documents' shape (profile_choice.py)
   boilerplate                page chrome: cookie / nav / footer / share lines (not on code)     line_steps.py

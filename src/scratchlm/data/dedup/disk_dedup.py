@@ -32,7 +32,8 @@ import numpy as np
 from .containment import ContainmentConfig
 from .minhash import MinHashConfig, UnionFind, band_keys, pairs_within_batch
 
-ROWS_PER_BUCKET = 1 << 22  # rows of a key bucket sorted at once: 64-100 MB
+SORT_BYTES_PER_ROW = 80  # a bucket row of 2-3 int64 values, with the copies a sort and its indexing make
+MAPPED = 64  # unit arrays kept mapped at once
 _LOCAL = (1 << 32) - 1
 
 
@@ -76,10 +77,17 @@ class Sketches:
 
     def __init__(self, dirs: list[Path]):
         self.dirs = dirs
-        self.sizes = [len(np.load(d / "shingles.npy", mmap_mode="r")) for d in dirs]
+        self._maps: dict[tuple[int, str], np.ndarray] = {}
+        self.sizes = [len(self.load(u, "shingles")) for u in range(len(dirs))]
 
     def load(self, unit: int, name: str) -> np.ndarray:
-        return np.load(self.dirs[unit] / f"{name}.npy", mmap_mode="r")
+        # own_text reads two units' samples per copy: each file is mapped once, not per copy
+        key = (unit, name)
+        if key not in self._maps:
+            if len(self._maps) >= MAPPED:
+                self._maps.pop(next(iter(self._maps)))
+            self._maps[key] = np.load(self.dirs[unit] / f"{name}.npy", mmap_mode="r")
+        return self._maps[key]
 
     def gather(self, name: str, docs: np.ndarray) -> np.ndarray:
         """The rows of `name` of these documents, in their order."""
@@ -115,8 +123,9 @@ class Copies:
     contained_share: np.ndarray
 
 
-def _buckets_for(rows: int) -> int:
-    return max(1, math.ceil(rows / ROWS_PER_BUCKET))
+def _buckets_for(rows: int, sort_mb: int) -> int:
+    """Enough buckets that sorting one takes about sort_mb: the only corpus-sized data, cut to fit."""
+    return max(1, math.ceil(rows * SORT_BYTES_PER_ROW / (sort_mb << 20)))
 
 
 def _first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
@@ -126,9 +135,9 @@ def _first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(starts, np.arange(len(docs)), 0))
 
 
-def exact_copies(sk: Sketches, work: Path) -> np.ndarray:
+def exact_copies(sk: Sketches, work: Path, sort_mb: int) -> np.ndarray:
     """[n, 2] (copy, first document with the same normalized text), by the copy's number."""
-    parts = _buckets_for(sum(sk.sizes))
+    parts = _buckets_for(sum(sk.sizes), sort_mb)
     rows = Buckets(work, "exact", 3)
     for u, n in enumerate(sk.sizes):
         keys = np.asarray(sk.load(u, "exact"))
@@ -158,9 +167,10 @@ def _masks(sk: Sketches, gone: np.ndarray) -> list[np.ndarray]:
     return masks
 
 
-def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndarray],
+                sort_mb: int) -> tuple[np.ndarray, np.ndarray]:
     """([n, 2] (copy, first document of its cluster), estimated Jaccard of the two), documents in `skip` aside."""
-    parts = _buckets_for(sum(sk.sizes) * cfg.bands)
+    parts = _buckets_for(sum(sk.sizes) * cfg.bands, sort_mb)
     rows = Buckets(work, "bands", 2)
     for u, n in enumerate(sk.sizes):
         docs = np.flatnonzero(~skip[u] & (np.asarray(sk.load(u, "shingles")) > 0))
@@ -198,12 +208,12 @@ def _jaccard(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
     return out
 
 
-def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig,
-                     skip: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: list[np.ndarray],
+                     sort_mb: int) -> tuple[np.ndarray, np.ndarray]:
     """([n, 2] (partial copy, the longer document holding it), estimated containment), documents in `skip`
     aside; ContainmentFinder.contained's rules, pair by pair."""
     total = sum(len(sk.load(u, "sample")) for u in range(len(sk.sizes)))
-    parts = _buckets_for(total)
+    parts = _buckets_for(total, sort_mb)
     rows = Buckets(work, "samples", 2)
     for u, n in enumerate(sk.sizes):
         at = np.asarray(sk.load(u, "sample_at"))
@@ -267,18 +277,18 @@ def own_text(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
 
 
 def find_copies(dirs: list[Path], work: Path, exact: bool, near: MinHashConfig | None,
-                contained: ContainmentConfig | None) -> tuple[Sketches, Copies]:
+                contained: ContainmentConfig | None, sort_mb: int = 256) -> tuple[Sketches, Copies]:
     """Every copy among the documents sketched in `dirs` (one per unit, in input order); `work` is scratch space,
-    removed when done."""
+    removed when done; sort_mb: about the memory one bucket's sort takes (data.sort_mb)."""
     sk = Sketches(dirs)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        exact_pairs = exact_copies(sk, work) if exact else np.empty((0, 2), np.int64)
+        exact_pairs = exact_copies(sk, work, sort_mb) if exact else np.empty((0, 2), np.int64)
         gone = _masks(sk, exact_pairs[:, 0])
-        near_pairs, jaccard = near_copies(sk, work, near, gone) if near else (np.empty((0, 2), np.int64), np.empty(0))
+        near_pairs, jaccard = near_copies(sk, work, near, gone, sort_mb) if near else (np.empty((0, 2), np.int64), np.empty(0))
         for u, mask in enumerate(_masks(sk, near_pairs[:, 0])):
             gone[u] |= mask
-        part_pairs, share = contained_copies(sk, work, contained, gone) if contained \
+        part_pairs, share = contained_copies(sk, work, contained, gone, sort_mb) if contained \
             else (np.empty((0, 2), np.int64), np.empty(0))
     finally:
         shutil.rmtree(work, ignore_errors=True)
