@@ -124,8 +124,9 @@ def _name(pid: int) -> str:
 
 
 def run_prepare(workdir: Path) -> dict:
+    log = open(workdir / "log.txt", "w")  # noqa: SIM115: the child writes it until proc.wait()
     proc = subprocess.Popen([sys.executable, "-m", "scratchlm", "data", "prepare", "--config", "c.toml"],
-                            cwd=workdir, stdout=subprocess.DEVNULL, stderr=open(workdir / "log.txt", "w"),
+                            cwd=workdir, stdout=subprocess.DEVNULL, stderr=log,
                             env={**os.environ, "SCRATCHLM_PROGRESS": "0"})
     peaks: dict[int, tuple[str, float]] = {}
     total = [0.0]
@@ -146,6 +147,7 @@ def run_prepare(workdir: Path) -> dict:
     sampler.start()
     proc.wait()
     sampler.join()
+    log.close()
     wall = time.time() - t0
     if proc.returncode:
         raise SystemExit(f"data prepare failed in {workdir}: see {workdir / 'log.txt'}")

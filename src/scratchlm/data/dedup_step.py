@@ -104,7 +104,7 @@ def find_duplicates(ctx: CorpusContext) -> dict:
     times keeps one copy; the same page in two sources is one page). From the units' sketches, sorted on disk
     (dedup/disk_dedup.py): memory grows with the copies found, not with the corpus."""
     from .dedup import ContainmentConfig, MinHashConfig
-    from .dedup.disk_dedup import find_copies, own_text, unit_of
+    from .dedup.disk_dedup import find_copies
 
     s: DocumentDedupSettings = ctx.settings
     fuzzy = "fuzzy_dedup" not in s.skip
@@ -112,49 +112,55 @@ def find_duplicates(ctx: CorpusContext) -> dict:
     sk, copies = find_copies([ctx.runner.outputs[SKETCH.name][u.name] for u in ctx.units], ctx.out / ".work",
                              "exact_dedup" not in s.skip, MinHashConfig(threshold=s.fuzzy_threshold) if fuzzy else None,
                              contained_cfg if fuzzy else None, ctx.corpus.data.sort_mb)
-    # A page that says something of its own is no copy, however much it shares (containment.py, own_min).
     code = np.array([u.source in s.code_sources for u in ctx.units], dtype=bool)
-    kept_copies = []
-    own = 0
-    for pairs in (copies.near, copies.contained):
-        judged = np.flatnonzero(~code[unit_of(pairs[:, 0])]) if len(pairs) else np.empty(0, np.int64)
-        keeps = judged[own_text(sk, pairs[judged]) >= contained_cfg.own_min]
-        own += len(keeps)
-        kept_copies.append(np.setdiff1d(np.arange(len(pairs)), keeps))
-    near = copies.near[kept_copies[0]], copies.near_jaccard[kept_copies[0]]
-    part = copies.contained[kept_copies[1]], copies.contained_share[kept_copies[1]]
-
-    def named(pairs: np.ndarray, scores: np.ndarray | None) -> dict[str, tuple[str, float | None]]:
-        ids = [sk.gather("ids", pairs[:, i]).tolist() if len(pairs) else [] for i in (0, 1)]
-        return {dup: (kept, None if scores is None else float(score))
-                for dup, kept, score in zip(ids[0], ids[1], scores if scores is not None else [None] * len(pairs))}
-
-    exact_of, near_of, part_of = named(copies.exact, None), named(*near), named(*part)
+    near, near_own = _without_own_text(sk, copies.near, copies.near_jaccard, code, contained_cfg.own_min)
+    part, part_own = _without_own_text(sk, copies.contained, copies.contained_share, code, contained_cfg.own_min)
+    found = {"exact_duplicate": (copies.exact, None), "near_duplicate": near, "contained_duplicate": part}
+    named = {rule: _named(sk, pairs, scores) for rule, (pairs, scores) in found.items()}
     writers = decision_writers(ctx.units, ctx.out)
-    by_doc = sorted([(int(d), "exact") for d in copies.exact[:, 0]] + [(int(d), "near") for d in near[0][:, 0]]
-                    + [(int(d), "part") for d in part[0][:, 0]])
-    ids = dict(zip((d for d, _ in by_doc), sk.gather("ids", np.array([d for d, _ in by_doc], dtype=np.int64)).tolist()
-                   if by_doc else []))
-    for doc, kind in by_doc:  # in input order, as the units' documents
-        doc_id = ids[doc]
-        if kind == "exact":
-            decision = {"rule": "exact_duplicate", "detail": f"same normalized text as {exact_of[doc_id][0]}"}
-        elif kind == "near":
-            kept, jaccard = near_of[doc_id]
-            decision = {"rule": "near_duplicate", "score": round(jaccard, 4),
-                        "detail": f"estimated Jaccard {jaccard:.2f} with {kept}"}
-        else:
-            kept, share = part_of[doc_id]
-            decision = {"rule": "contained_duplicate", "score": round(share, 4),
-                        "detail": f"{share:.0%} of its word 5-grams are in the longer {kept}"}
-        writers[ctx.units[doc >> 32].name].write({"id": doc_id, "action": "drop", **decision})
+    drops = sorted((doc, rule, doc_id) for rule, (pairs, _) in found.items()
+                   for doc, doc_id in zip(pairs[:, 0].tolist(), named[rule]))
+    for doc, rule, doc_id in drops:  # in input order, as the units' documents
+        writers[ctx.units[doc >> 32].name].write({"id": doc_id, "action": "drop",
+                                                  **_decision(rule, *named[rule][doc_id])})
     close_decisions(writers, ctx.out)
-    log(f"dedup: {len(exact_of)} exact, {len(near_of)} near and {len(part_of)} partial copies; {own} "
-        f"pages that share most of their text with another but have words of their own kept")
-    summaries = {"exact": _cluster_summary(exact_of), "fuzzy": _cluster_summary(near_of),
-                 "contained": _cluster_summary(part_of)}
+    own = near_own + part_own
+    log(f"dedup: {len(named['exact_duplicate'])} exact, {len(named['near_duplicate'])} near and "
+        f"{len(named['contained_duplicate'])} partial copies; {own} pages that share most of their text with "
+        f"another but have words of their own kept")
+    summaries = {kind: _cluster_summary(named[rule]) for kind, rule in
+                 (("exact", "exact_duplicate"), ("fuzzy", "near_duplicate"), ("contained", "contained_duplicate"))}
     _add_excerpts(ctx, summaries)
     return {**summaries, "kept_with_own_text": own, "skipped": list(s.skip)}
+
+
+def _without_own_text(sk, pairs: np.ndarray, scores: np.ndarray, code: np.ndarray,
+                      own_min: int) -> tuple[tuple[np.ndarray, np.ndarray], int]:
+    """The (copy, original) pairs and scores, less the copies with own_min sampled shingles of their own: a page
+    that says something of its own is no copy, however much it shares (containment.py). Code files are copies
+    or not as a whole. Returns them, and how many were kept for their own text."""
+    from .dedup.disk_dedup import own_text, unit_of
+
+    judged = np.flatnonzero(~code[unit_of(pairs[:, 0])]) if len(pairs) else np.empty(0, np.int64)
+    keep = np.setdiff1d(np.arange(len(pairs)), judged[own_text(sk, pairs[judged]) >= own_min])
+    return (pairs[keep], scores[keep]), len(pairs) - len(keep)
+
+
+def _named(sk, pairs: np.ndarray, scores: np.ndarray | None) -> dict[str, tuple[str, float | None]]:
+    """{copy's ID: (kept original's ID, score)}, in the pairs' order."""
+    if not len(pairs):
+        return {}
+    copy, kept = (sk.gather("ids", pairs[:, i]).tolist() for i in (0, 1))
+    return dict(zip(copy, zip(kept, [None] * len(pairs) if scores is None else scores.tolist())))
+
+
+def _decision(rule: str, kept: str, score: float | None) -> dict:
+    if rule == "exact_duplicate":
+        return {"rule": rule, "detail": f"same normalized text as {kept}"}
+    if rule == "near_duplicate":
+        return {"rule": rule, "score": round(score, 4), "detail": f"estimated Jaccard {score:.2f} with {kept}"}
+    return {"rule": rule, "score": round(score, 4),
+            "detail": f"{score:.0%} of its word 5-grams are in the longer {kept}"}
 
 
 def _add_excerpts(ctx: CorpusContext, summaries: dict) -> None:

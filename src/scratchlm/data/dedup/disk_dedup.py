@@ -283,13 +283,13 @@ def find_copies(dirs: list[Path], work: Path, exact: bool, near: MinHashConfig |
     sk = Sketches(dirs)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        exact_pairs = exact_copies(sk, work, sort_mb) if exact else np.empty((0, 2), np.int64)
-        gone = _masks(sk, exact_pairs[:, 0])
-        near_pairs, jaccard = near_copies(sk, work, near, gone, sort_mb) if near else (np.empty((0, 2), np.int64), np.empty(0))
+        none = np.empty((0, 2), np.int64), np.empty(0)
+        exact_pairs = exact_copies(sk, work, sort_mb) if exact else none[0]
+        gone = _masks(sk, exact_pairs[:, 0])  # an exact copy is no near copy, a near copy no partial one
+        near_pairs, jaccard = near_copies(sk, work, near, gone, sort_mb) if near else none
         for u, mask in enumerate(_masks(sk, near_pairs[:, 0])):
             gone[u] |= mask
-        part_pairs, share = contained_copies(sk, work, contained, gone, sort_mb) if contained \
-            else (np.empty((0, 2), np.int64), np.empty(0))
+        part_pairs, share = contained_copies(sk, work, contained, gone, sort_mb) if contained else none
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return sk, Copies(exact_pairs, near_pairs, jaccard, part_pairs, share)

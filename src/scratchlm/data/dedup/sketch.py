@@ -33,15 +33,19 @@ class SketchSettings:
 
 def sketch_doc(doc: dict, ctx: StepContext) -> dict:
     """Observe only: the document's exact key now, its text for the batch that finish_batch sketches."""
-    memo = ctx.memo
-    if "ids" not in memo:
-        memo.update(ids=[], exact=[], texts=[], sig=[], shingles=[], sample_docs=[], sample=[], done=0)
+    memo = _started(ctx.memo)
     memo["ids"].append(doc["id"])
     memo["exact"].append(np.frombuffer(exact_key(doc["text"]), dtype=np.uint64))
     memo["texts"].append(doc["text"] if ctx.settings.whole else similarity_text(doc["text"]))
     if len(memo["texts"]) >= BATCH:
         _sketch_batch(ctx)
     return doc
+
+
+def _started(memo: dict) -> dict:
+    if "ids" not in memo:
+        memo.update(ids=[], exact=[], texts=[], sig=[], shingles=[], sample_docs=[], sample=[], done=0)
+    return memo
 
 
 def _sketch_batch(ctx: StepContext) -> None:
@@ -58,9 +62,7 @@ def _sketch_batch(ctx: StepContext) -> None:
 
 
 def save_sketch(ctx: StepContext) -> None:
-    memo, s = ctx.memo, ctx.settings
-    if "ids" not in memo:  # a unit without documents
-        memo.update(ids=[], exact=[], texts=[], sig=[], shingles=[], sample_docs=[], sample=[], done=0)
+    memo, s = _started(ctx.memo), ctx.settings  # started here for a unit without documents
     if memo["texts"]:
         _sketch_batch(ctx)
     n = len(memo["ids"])
