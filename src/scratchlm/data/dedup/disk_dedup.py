@@ -33,7 +33,7 @@ from .containment import ContainmentConfig
 from .minhash import MinHashConfig, UnionFind, band_keys, pairs_within_batch
 
 SORT_BYTES_PER_ROW = 80  # a bucket row of 2-3 int64 values, with the copies a sort and its indexing make
-MAPPED = 64  # unit arrays kept mapped at once
+MAPPED = 4  # unit arrays kept mapped at once: a mapped file's pages count in this process's memory while mapped
 _LOCAL = (1 << 32) - 1
 
 
