@@ -67,6 +67,7 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
                     found[doc["id"]] = kept_apart
                 copies.update(r.first for r in counter.process(doc["id"], doc["text"], kept_apart)[1])
         protected = found
+        del counter  # its index is as large as the second pass's: not both at once
         accept = lambda r: copies[r.first] + 1 >= s.min_docs  # noqa: E731
     para_stats = Counter()
     skeletons = 0
