@@ -18,13 +18,13 @@ from scratchlm.executor import LocalExecutor
 from scratchlm.ids import DigestCache
 
 
-def _planted(builtin_corpus, tmp_path) -> dict[str, str]:
+def _planted(corpus, tmp_path) -> dict[str, str]:
     """The built-in corpus's documents with copies planted among them: exact, a word changed, a page inside a
     longer one, and a copy with a long passage of its own (which stays)."""
     rng = random.Random(5)
     paths = {}
     for name in ("web", "docs", "code"):
-        docs = [json.loads(line)["text"] for line in builtin_corpus[name].read_text().splitlines()][:250]
+        docs = [json.loads(line)["text"] for line in corpus[name].read_text().splitlines()][:250]
         prose = [d for d in docs if len(d.split()) > 250]
         for i in range(12):
             a, b = rng.choice(prose or docs), rng.choice(docs)
@@ -93,17 +93,18 @@ def _on_disk(run, corpus) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("row_bytes", [disk_dedup.SORT_BYTES_PER_ROW, 1 << 20])
-def test_disk_dedup_decides_what_the_in_memory_path_decides(builtin_corpus, tmp_path, monkeypatch, row_bytes):
+def test_disk_dedup_decides_what_the_in_memory_path_decides(core_corpus, tmp_path, monkeypatch, row_bytes):
     # a "row" of 1 MiB: 16 MB sorts hold 16 rows, so every kind of row is cut into hundreds of buckets
     monkeypatch.setattr(disk_dedup, "SORT_BYTES_PER_ROW", row_bytes)
-    run, corpus = _runner(tmp_path, _planted(builtin_corpus, tmp_path))
+    run, corpus = _runner(tmp_path, _planted(core_corpus, tmp_path))
     assert len(run.units) > 3
     expected = _in_memory(run, corpus)
     rules = {r["rule"] for r in expected.values()}
     assert rules == {"exact_duplicate", "near_duplicate", "contained_duplicate"}, rules
     assert _on_disk(run, corpus) == expected
     report = corpus.decision(dedup_step.FIND_DUPLICATES).result
-    assert report["kept_with_own_text"] >= 12 and report["exact"]["examples"][0]["excerpt"]
+    # copies with words of their own kept: how many depends on the corpus, that the path ran does not
+    assert report["kept_with_own_text"] > 0 and report["exact"]["examples"][0]["excerpt"]
 
 
 def test_a_corpus_without_copies_has_none(tmp_path):

@@ -27,9 +27,6 @@ from .pool import spawn_pool
 if TYPE_CHECKING:
     from .config import Config
 
-EXECUTORS = ("local", "ray")
-
-
 class Executor(Protocol):
     workers: int
 
@@ -95,7 +92,7 @@ class RayExecutor:
 
 
 def make_executor(kind: str, workers: int = 0, ray_address: str = "") -> Executor:
-    """kind: one of EXECUTORS (config.validate checked it); workers 0: every core (of the cluster, on Ray)."""
+    """kind: "local" or "ray" (config.validate checked it); workers 0: every core (of the cluster, on Ray)."""
     return RayExecutor(ray_address, workers) if kind == "ray" else LocalExecutor(workers)
 
 
