@@ -128,6 +128,12 @@ def _buckets_for(rows: int, sort_mb: int) -> int:
     return max(1, math.ceil(rows * SORT_BYTES_PER_ROW / (sort_mb << 20)))
 
 
+def _bucket_of(keys: np.ndarray, parts: int) -> np.ndarray:
+    """The bucket of each 64-bit key, from its high half: the sampled shingle hashes all end in sample_bits zeros,
+    so their low bits would fill one bucket in eight."""
+    return ((keys.view(np.uint64) >> np.uint64(32)) % np.uint64(parts)).astype(np.int64)
+
+
 def _first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """For rows sorted by (key..., doc): the row of the first doc of each row's key."""
     starts = np.ones(len(docs), dtype=bool)
@@ -141,7 +147,7 @@ def exact_copies(sk: Sketches, work: Path, sort_mb: int) -> np.ndarray:
     rows = Buckets(work, "exact", 3)
     for u, n in enumerate(sk.sizes):
         keys = np.asarray(sk.load(u, "exact"))
-        rows.add((keys[:, 0] % np.uint64(parts)).astype(np.int64), np.column_stack([keys.view(np.int64),
+        rows.add(_bucket_of(keys[:, 0], parts), np.column_stack([keys.view(np.int64),
                                                                                    numbers(u, n)]))
     found = []
     for part in range(parts):
@@ -175,7 +181,7 @@ def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndar
     for u, n in enumerate(sk.sizes):
         docs = np.flatnonzero(~skip[u] & (np.asarray(sk.load(u, "shingles")) > 0))
         keys = band_keys(np.asarray(sk.load(u, "sig"))[docs], cfg.bands, cfg.rows).ravel().view(np.int64)
-        rows.add((keys.view(np.uint64) % np.uint64(parts)).astype(np.int64),
+        rows.add(_bucket_of(keys, parts),
                  np.column_stack([keys, np.repeat(numbers(u, n)[docs], cfg.bands)]))
     candidates = Buckets(work, "candidates", 2)
     for part in range(parts):
@@ -220,8 +226,11 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: lis
         owner = np.repeat(numbers(u, n), np.diff(at))
         keep = ~np.repeat(skip[u], np.diff(at))
         hashes = np.asarray(sk.load(u, "sample"))[keep]
-        rows.add((hashes.view(np.uint64) % np.uint64(parts)).astype(np.int64), np.column_stack([hashes, owner[keep]]))
+        rows.add(_bucket_of(hashes, parts), np.column_stack([hashes, owner[keep]]))
     evidence, shared = Buckets(work, "evidence", 1), Buckets(work, "shared", 2)
+    # A group of k documents makes k(k-1)/2 pairs: at most (max_postings - 1) / 2 per row. The pairs are cut by a
+    # hash of the pair, so all counts of one pair meet in one bucket of bounded size.
+    pair_parts = _buckets_for(total * (cfg.max_postings - 1) // 2, sort_mb)
     for part in range(parts):
         r = rows.read(part)
         r = r[np.lexsort((r[:, 1], r[:, 0]))]
@@ -236,7 +245,8 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: lis
                 members = docs[groups[:, None] + np.arange(k)]
                 i, j = np.triu_indices(k, 1)
                 a, b = members[:, i].ravel(), members[:, j].ravel()
-                shared.add(unit_of(a), np.column_stack([a, b]))
+                mixed = a.view(np.uint64) ^ (b.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+                shared.add(_bucket_of(mixed, pair_parts), np.column_stack([a, b]))
     counts = work / "evidence_counts"  # per document, its sampled shingles that are evidence: kept on disk too
     counts.mkdir()
     for u, n in enumerate(sk.sizes):
@@ -246,8 +256,8 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: lis
         return gather(lambda u: np.load(counts / f"{u}.npy", mmap_mode="r"), docs)
 
     found = []
-    for u in range(len(sk.sizes)):
-        pairs, count = np.unique(shared.read(u), axis=0, return_counts=True)
+    for part in range(pair_parts):
+        pairs, count = np.unique(shared.read(part), axis=0, return_counts=True)
         if not len(pairs):
             continue
         a, b = pairs[:, 0], pairs[:, 1]
