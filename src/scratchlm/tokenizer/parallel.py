@@ -8,6 +8,8 @@ flight, which bounds memory however large the corpus is.
 
 Each worker runs the tokenizer single-threaded (TOKENIZERS_PARALLELISM=false): the processes already use the
 cores, and rayon threads on top would only compete with them. Encoding in this process (one worker) keeps them.
+(Local workers are spawned and die with this process, pool.py: a script that encodes keeps its top level under
+`if __name__ == "__main__":`.)
 """
 from __future__ import annotations
 
