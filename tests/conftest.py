@@ -47,13 +47,15 @@ def builtin_corpus(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def core_corpus(tmp_path_factory) -> dict[str, Path]:
-    """The built-in corpus with its web domain drawn only from scratchlm's core dependencies: the same whatever
-    optional or test packages the environment holds, for the tests whose outcome depends on the data."""
+    """The built-in corpus without the descriptions of the packages only the optional Ray extra installs, for the
+    tests whose outcome depends on the data: installing Ray changes the web domain, and with it a 300-step run."""
     return build_builtin_corpus(tmp_path_factory.mktemp("core_corpus"), code_max_chars=300_000,
-                                web_only=_core_distributions())
+                                web_skip=_closure(["ray"]) - _closure(["scratchlm"], skip={"ray"}))
 
 
-def _core_distributions() -> set[str]:
+def _closure(roots: list[str], skip: set[str] = frozenset()) -> set[str]:
+    """The distributions `roots` require, recursively, with every extra of scratchlm's but those in `skip`
+    (names lower-case, in both spellings)."""
     import importlib.metadata as metadata
     import re
 
@@ -62,12 +64,13 @@ def _core_distributions() -> set[str]:
             requires = metadata.requires(dist) or []
         except metadata.PackageNotFoundError:
             return []
-        return [re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in requires if "extra ==" not in r]
+        return [re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower() for r in requires
+                if "extra ==" not in r or dist == "scratchlm"]
 
-    found, todo = set(), ["scratchlm"]
+    found, todo = set(roots), list(roots)
     while todo:
         for name in names(todo.pop()):
-            for variant in {name, name.replace("_", "-"), name.replace("-", "_")}:
+            for variant in {name, name.replace("_", "-"), name.replace("-", "_")} - skip:
                 if variant not in found:
                     found.add(variant)
                     todo.append(variant)

@@ -48,13 +48,13 @@ def docs_documents() -> Iterator[dict]:
         yield {"id": f"pydoc/{name}", "text": topics[name]}
 
 
-def web_documents(only: Collection[str] | None = None) -> Iterator[dict]:
-    """only: the distributions to read (lower-case names); default every installed one."""
+def web_documents(skip: Collection[str] = ()) -> Iterator[dict]:
+    """skip: distributions not to read (lower-case names); default none."""
     seen = set()
     dists = sorted(importlib.metadata.distributions(), key=lambda d: (d.metadata.get("Name") or "").lower())
     for dist in dists:
         name = dist.metadata.get("Name")
-        if not name or name.lower() in seen or (only is not None and name.lower() not in only):
+        if not name or name.lower() in seen or name.lower() in skip:
             continue
         seen.add(name.lower())
         text = dist.metadata.get("Description") or dist.metadata.get_payload() or ""
@@ -63,11 +63,11 @@ def web_documents(only: Collection[str] | None = None) -> Iterator[dict]:
 
 
 def build_builtin_corpus(out: Path, code_max_chars: int | None = None,
-                         web_only: Collection[str] | None = None) -> dict[str, Path]:
-    """Write one JSONL file per domain into `out`; returns {domain: path}. web_only: see web_documents."""
+                         web_skip: Collection[str] = ()) -> dict[str, Path]:
+    """Write one JSONL file per domain into `out`; returns {domain: path}. web_skip: see web_documents."""
     out.mkdir(parents=True, exist_ok=True)
     makers = {"code": lambda: code_documents(code_max_chars), "docs": docs_documents,
-              "web": lambda: web_documents(web_only)}
+              "web": lambda: web_documents(web_skip)}
     paths = {}
     for domain in DOMAINS:
         path = out / f"{domain}.jsonl"
