@@ -130,7 +130,9 @@ def find_duplicates(ctx: CorpusContext) -> dict:
         f"another but have words of their own kept")
     summaries = {kind: _cluster_summary(named[rule]) for kind, rule in
                  (("exact", "exact_duplicate"), ("fuzzy", "near_duplicate"), ("contained", "contained_duplicate"))}
-    _add_excerpts(ctx, summaries)
+    unit_of_kept = {kept: ctx.units[doc >> 32] for rule, (pairs, _) in found.items()
+                    for (kept, _), doc in zip(named[rule].values(), pairs[:, 1].tolist())}
+    _add_excerpts(ctx, summaries, unit_of_kept)
     return {**summaries, "kept_with_own_text": own, "skipped": list(s.skip)}
 
 
@@ -163,11 +165,12 @@ def _decision(rule: str, kept: str, score: float | None) -> dict:
             "detail": f"{score:.0%} of its word 5-grams are in the longer {kept}"}
 
 
-def _add_excerpts(ctx: CorpusContext, summaries: dict) -> None:
-    """The start of each example cluster's kept document (a few: found by reading the units' documents)."""
+def _add_excerpts(ctx: CorpusContext, summaries: dict, unit_of_kept: dict[str, Unit]) -> None:
+    """The start of each example cluster's kept document (a few: read from the units that hold them only)."""
     wanted = {e["kept"] for summary in summaries.values() for e in summary["examples"]}
+    units = {unit_of_kept[kept].name: unit_of_kept[kept] for kept in wanted}
     found: dict[str, str] = {}
-    for _, doc in ctx.docs() if wanted else ():
+    for _, doc in ctx.runner.iter_docs([u for u in ctx.units if u.name in units]):
         if doc["id"] in wanted:
             found[doc["id"]] = doc["text"][:160]
             if len(found) == len(wanted):

@@ -12,7 +12,7 @@ one bucket at a time is in memory:
              Jaccard >= threshold), and the verified edges joined by a union-find whose root, the first document
              of its cluster, is kept;
   contained  rows (sampled shingle, doc) of the documents left, bucketed by hash: documents sharing an uncommon
-             shingle are pairs, counted per pair in buckets by the first one's unit, then judged as
+             shingle are pairs, counted per pair in buckets by a hash of the pair, then judged as
              ContainmentFinder.contained judges them.
 
 A document is a number, its unit's position << 32 | its position in the unit, so numbers sort in input order

@@ -32,7 +32,7 @@ class SketchSettings:
 
 
 def sketch_doc(doc: dict, ctx: StepContext) -> dict:
-    """Observe only: the document's exact key now, its text for the batch that finish_batch sketches."""
+    """Observe only: the document's exact key now, its text for the batch _sketch_batch sketches."""
     memo = _started(ctx.memo)
     memo["ids"].append(doc["id"])
     memo["exact"].append(np.frombuffer(exact_key(doc["text"]), dtype=np.uint64))
