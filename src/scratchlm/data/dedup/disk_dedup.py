@@ -123,12 +123,12 @@ class Copies:
     contained_share: np.ndarray
 
 
-def _buckets_for(rows: int, sort_mb: int) -> int:
+def buckets_for(rows: int, sort_mb: int) -> int:
     """Enough buckets that sorting one takes about sort_mb: the only corpus-sized data, cut to fit."""
     return max(1, math.ceil(rows * SORT_BYTES_PER_ROW / (sort_mb << 20)))
 
 
-def _bucket_of(keys: np.ndarray, parts: int) -> np.ndarray:
+def bucket_of(keys: np.ndarray, parts: int) -> np.ndarray:
     """The bucket of each 64-bit key, from its high half: the sampled shingle hashes all end in sample_bits zeros,
     so their low bits would fill one bucket in eight."""
     return ((keys.view(np.uint64) >> np.uint64(32)) % np.uint64(parts)).astype(np.int64)
@@ -143,11 +143,11 @@ def _first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
 
 def exact_copies(sk: Sketches, work: Path, sort_mb: int) -> np.ndarray:
     """[n, 2] (copy, first document with the same normalized text), by the copy's number."""
-    parts = _buckets_for(sum(sk.sizes), sort_mb)
+    parts = buckets_for(sum(sk.sizes), sort_mb)
     rows = Buckets(work, "exact", 3)
     for u, n in enumerate(sk.sizes):
         keys = np.asarray(sk.load(u, "exact"))
-        rows.add(_bucket_of(keys[:, 0], parts), np.column_stack([keys.view(np.int64),
+        rows.add(bucket_of(keys[:, 0], parts), np.column_stack([keys.view(np.int64),
                                                                                    numbers(u, n)]))
     found = []
     for part in range(parts):
@@ -176,12 +176,12 @@ def _masks(sk: Sketches, gone: np.ndarray) -> list[np.ndarray]:
 def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndarray],
                 sort_mb: int) -> tuple[np.ndarray, np.ndarray]:
     """([n, 2] (copy, first document of its cluster), estimated Jaccard of the two), documents in `skip` aside."""
-    parts = _buckets_for(sum(sk.sizes) * cfg.bands, sort_mb)
+    parts = buckets_for(sum(sk.sizes) * cfg.bands, sort_mb)
     rows = Buckets(work, "bands", 2)
     for u, n in enumerate(sk.sizes):
         docs = np.flatnonzero(~skip[u] & (np.asarray(sk.load(u, "shingles")) > 0))
         keys = band_keys(np.asarray(sk.load(u, "sig"))[docs], cfg.bands, cfg.rows).ravel().view(np.int64)
-        rows.add(_bucket_of(keys, parts),
+        rows.add(bucket_of(keys, parts),
                  np.column_stack([keys, np.repeat(numbers(u, n)[docs], cfg.bands)]))
     candidates = Buckets(work, "candidates", 2)
     for part in range(parts):
@@ -219,18 +219,18 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: lis
     """([n, 2] (partial copy, the longer document holding it), estimated containment), documents in `skip`
     aside; ContainmentFinder.contained's rules, pair by pair."""
     total = sum(len(sk.load(u, "sample")) for u in range(len(sk.sizes)))
-    parts = _buckets_for(total, sort_mb)
+    parts = buckets_for(total, sort_mb)
     rows = Buckets(work, "samples", 2)
     for u, n in enumerate(sk.sizes):
         at = np.asarray(sk.load(u, "sample_at"))
         owner = np.repeat(numbers(u, n), np.diff(at))
         keep = ~np.repeat(skip[u], np.diff(at))
         hashes = np.asarray(sk.load(u, "sample"))[keep]
-        rows.add(_bucket_of(hashes, parts), np.column_stack([hashes, owner[keep]]))
+        rows.add(bucket_of(hashes, parts), np.column_stack([hashes, owner[keep]]))
     evidence, shared = Buckets(work, "evidence", 1), Buckets(work, "shared", 2)
     # A group of k documents makes k(k-1)/2 pairs: at most (max_postings - 1) / 2 per row. The pairs are cut by a
     # hash of the pair, so all counts of one pair meet in one bucket of bounded size.
-    pair_parts = _buckets_for(total * (cfg.max_postings - 1) // 2, sort_mb)
+    pair_parts = buckets_for(total * (cfg.max_postings - 1) // 2, sort_mb)
     for part in range(parts):
         r = rows.read(part)
         r = r[np.lexsort((r[:, 1], r[:, 0]))]
@@ -246,7 +246,7 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: lis
                 i, j = np.triu_indices(k, 1)
                 a, b = members[:, i].ravel(), members[:, j].ravel()
                 mixed = a.view(np.uint64) ^ (b.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-                shared.add(_bucket_of(mixed, pair_parts), np.column_stack([a, b]))
+                shared.add(bucket_of(mixed, pair_parts), np.column_stack([a, b]))
     counts = work / "evidence_counts"  # per document, its sampled shingles that are evidence: kept on disk too
     counts.mkdir()
     for u, n in enumerate(sk.sizes):
