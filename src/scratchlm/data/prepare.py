@@ -19,8 +19,9 @@ step after them applies:
   quality                    Gopher / C4 / FineWeb rules in the document's language, or the     quality_step.py
                              code-file rules, per profile
   promo                      promotional / spam / templated-text score (not on code)            quality_step.py
-  find_duplicate_paragraphs, duplicate paragraphs corpus-wide (not cut out of code: that would   paragraph_step.py
-  paragraphs                 break the file); documents cuts left as skeletons
+  paragraph_sketch,          duplicate paragraphs corpus-wide (not cut out of code: that would   paragraph_step.py
+  find_duplicate_paragraphs, break the file), sketched per unit, decided by sorting on disk
+  paragraphs                 (dedup/paragraph_copies.py); documents cuts left as skeletons
   draw_validation, split     validation drawn per domain from the clean, deduplicated corpus,   split_step.py
                              within val_max_share of its characters (val_split.py)
 
@@ -42,7 +43,7 @@ from .dedup_step import DEDUP, FIND_DUPLICATES, SKETCH
 from .language_step import LANGUAGE
 from .line_steps import BOILERPLATE, FIND_REPEATED_LINES, LINE_COUNTS, REPEATED_LINES
 from .marker_scan import describe, scan_data_dir
-from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS, PARAGRAPHS
+from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS, PARAGRAPH_SKETCH, PARAGRAPHS
 from .prepare_manifest import build_manifest, log_summary
 from .prepare_outputs import merge_ledgers, write_outputs
 from .profile_step import CHOOSE_PROFILES
@@ -63,7 +64,7 @@ STEPS: tuple[Step, ...] = (
     LANGUAGE,
     QUALITY,
     PROMO,
-    FIND_DUPLICATE_PARAGRAPHS, PARAGRAPHS,
+    PARAGRAPH_SKETCH, FIND_DUPLICATE_PARAGRAPHS, PARAGRAPHS,
     DRAW_VALIDATION, SPLIT,
 )
 

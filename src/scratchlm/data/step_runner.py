@@ -28,7 +28,7 @@ from .step_cache import filling, remove_stale_temps
 from .step_worker import DOCS, STATS, LocalTask, run_local_task
 from .units import Unit
 
-CACHE_VERSION = f"{__version__}/8"  # bump when a step's code changes what it produces: old results are not reused
+CACHE_VERSION = f"{__version__}/9"  # bump when a step's code changes what it produces: old results are not reused
 RESULT = "result.json"  # a corpus step's decision, written last: a directory holding it is complete
 
 

@@ -134,7 +134,7 @@ def bucket_of(keys: np.ndarray, parts: int) -> np.ndarray:
     return ((keys.view(np.uint64) >> np.uint64(32)) % np.uint64(parts)).astype(np.int64)
 
 
-def _first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+def first_of_key(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
     """For rows sorted by (key..., doc): the row of the first doc of each row's key."""
     starts = np.ones(len(docs), dtype=bool)
     starts[1:] = (keys[1:] != keys[:-1]).any(axis=1)
@@ -153,7 +153,7 @@ def exact_copies(sk: Sketches, work: Path, sort_mb: int) -> np.ndarray:
     for part in range(parts):
         r = rows.read(part)
         r = r[np.lexsort((r[:, 2], r[:, 1], r[:, 0]))]
-        first = _first_of_key(r[:, :2], r[:, 2])
+        first = first_of_key(r[:, :2], r[:, 2])
         copy = first != np.arange(len(r))
         found.append(np.column_stack([r[copy, 2], r[first[copy], 2]]))
     return _sorted_pairs(found)
@@ -166,11 +166,11 @@ def _sorted_pairs(parts: list[np.ndarray], width: int = 2) -> np.ndarray:
 
 def _masks(sk: Sketches, gone: np.ndarray) -> list[np.ndarray]:
     """Per unit, which of its documents are in `gone` (document numbers)."""
-    masks = [np.zeros(n, dtype=bool) for n in sk.sizes]
+    _masks = [np.zeros(n, dtype=bool) for n in sk.sizes]
     units = unit_of(gone)
     for u in np.unique(units).tolist():
-        masks[u][local(gone[units == u])] = True
-    return masks
+        _masks[u][local(gone[units == u])] = True
+    return _masks
 
 
 def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndarray],
@@ -193,7 +193,7 @@ def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndar
     for u in range(len(sk.sizes)):
         pairs = np.unique(candidates.read(u), axis=0)  # a pair often shares several bands
         if len(pairs):
-            edges.append(pairs[_jaccard(sk, pairs) >= cfg.threshold])
+            edges.append(pairs[signature_jaccard(sk, pairs) >= cfg.threshold])
     edges = np.concatenate(edges) if edges else np.empty((0, 2), np.int64)
     nodes = np.unique(edges)
     sets = UnionFind()
@@ -203,10 +203,10 @@ def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndar
     roots = sets.roots()  # the smallest member: the first document of the cluster
     copy = roots != np.arange(len(nodes))
     pairs = np.column_stack([nodes[copy], nodes[roots[copy]]])
-    return pairs, _jaccard(sk, pairs)
+    return pairs, signature_jaccard(sk, pairs)
 
 
-def _jaccard(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
+def signature_jaccard(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
     out = np.empty(len(pairs))
     for lo in range(0, len(pairs), 1 << 16):
         chunk = pairs[lo:lo + (1 << 16)]

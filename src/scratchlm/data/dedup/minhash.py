@@ -106,7 +106,7 @@ def polynomial_base(seed: int) -> int:
     return int(np.random.default_rng([seed, 0]).integers(0, 1 << 63, dtype=np.uint64)) * 2 + 1
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenation of arange(s, s + c) for each (s, c), vectorized."""
     ends = np.cumsum(counts)
     return np.repeat(starts - (ends - counts), counts) + np.arange(ends[-1] if len(ends) else 0)
@@ -122,7 +122,7 @@ def _word_hashes(buf: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndar
     if len(long_words):
         extra = (lengths[long_words] - 1) // 8  # blocks after the first
         owner = np.repeat(long_words, extra)
-        block_number = _ranges(np.ones_like(extra), extra)
+        block_number = ranges(np.ones_like(extra), extra)
         block = eight_bytes_at[starts[owner] + 8 * block_number]
         block &= _BYTE_MASKS[np.minimum(lengths[owner] - 8 * block_number, 8)]
         block += block_number.astype(np.uint64) * _U64(BLOCK_MIX)
@@ -152,7 +152,7 @@ def _hash_chunk(texts: list[str], ngram: int, polynomial: NgramPolynomial) -> tu
     words = _word_hashes(buf, word_start, word_end - word_start)
 
     prefix = polynomial.prefix_sums(words)
-    first_of_shingle = _ranges(first_word, shingle_counts)
+    first_of_shingle = ranges(first_word, shingle_counts)
     end_of_shingle = np.minimum(first_of_shingle + ngram, np.repeat(first_word + word_counts, shingle_counts))
     return fmix64(polynomial.span_hashes(prefix, first_of_shingle, end_of_shingle)), shingle_counts
 
@@ -296,7 +296,7 @@ class BandIndex:
             hi = np.searchsorted(run_keys, sorted_keys[hit], side="right")
             counts = np.minimum(hi - lo[hit], self.max_candidates_per_key)
             positions.append(np.repeat(order[hit], counts))
-            items.append(run_items[_ranges(lo[hit], counts)])
+            items.append(run_items[ranges(lo[hit], counts)])
         return np.concatenate(positions), np.concatenate(items)
 
     def add(self, keys: np.ndarray, items: np.ndarray, order: np.ndarray | None = None) -> None:
@@ -329,7 +329,7 @@ def pairs_within_batch(
         group_start = np.maximum.accumulate(np.where(is_start, index, 0))
     counts = np.minimum(index - group_start, max_candidates_per_key)
     later = np.repeat(order, counts)
-    earlier = order[_ranges(group_start, counts)]
+    earlier = order[ranges(group_start, counts)]
     return later, earlier
 
 

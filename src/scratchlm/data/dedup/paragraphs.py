@@ -75,6 +75,30 @@ def _excerpt(paragraph: str) -> str:
     return " ".join(paragraph.split())[:_EXCERPT_CHARS]
 
 
+def eligible_paragraphs(text: str, min_words: int,
+                        protected: frozenset[int]) -> tuple[list[str], list[str], list[bytes], list[int]]:
+    """(paragraphs, separators, normalized paragraphs, the indices of those dedup may cut: min_words words or
+    more, not protected). The one definition for the in-memory deduper and the sketch the disk path sorts."""
+    paragraphs, separators = paragraphs_and_breaks(text)
+    normalized = [normalize_to_bytes(p) for p in paragraphs]
+    eligible = [i for i, n in enumerate(normalized) if n and n.count(b" ") + 1 >= min_words and i not in protected]
+    return paragraphs, separators, normalized, eligible
+
+
+def rebuild(paragraphs: list[str], separators: list[str], removed) -> str:
+    """The text without the paragraphs whose indices are in `removed`, each keeping the break before it."""
+    if not removed:
+        return "".join(p + s for p, s in zip(paragraphs, separators + [""]))
+    out: list[str] = []
+    for i, paragraph in enumerate(paragraphs):
+        if i in removed:
+            continue
+        if out:
+            out.append(separators[i - 1])  # the break that preceded this paragraph in the original
+        out.append(paragraph)
+    return "".join(out)
+
+
 class ParagraphDeduper:
     """Feed documents in order with process(); each returns its text minus paragraphs seen in earlier documents."""
 
@@ -96,10 +120,7 @@ class ParagraphDeduper:
         accepts are cut (the others stay in the text; the index is the same either way)."""
         doc_number = len(self._doc_ids)
         self._doc_ids.append(doc_id)
-        paragraphs, separators = paragraphs_and_breaks(text)
-        normalized = [normalize_to_bytes(p) for p in paragraphs]
-        eligible = [i for i, n in enumerate(normalized)
-                    if n and n.count(b" ") + 1 >= self.cfg.min_words and i not in protected]
+        paragraphs, separators, normalized, eligible = eligible_paragraphs(text, self.cfg.min_words, protected)
         keys = {i: xxhash.xxh3_128_digest(normalized[i]) for i in eligible}
 
         removed: dict[int, RemovedParagraph] = {}
@@ -127,7 +148,7 @@ class ParagraphDeduper:
             removed = {i: r for i, r in removed.items() if accept(r)}
         for item in removed.values():
             self.num_removed[item.kind] += 1
-        return self._rebuild(paragraphs, separators, removed), [removed[i] for i in sorted(removed)]
+        return rebuild(paragraphs, separators, removed), [removed[i] for i in sorted(removed)]
 
     def _near_matches(self, signatures: np.ndarray, bands: np.ndarray) -> np.ndarray:
         """For each row, the earliest stored paragraph verified similar to it, or -1."""
@@ -153,16 +174,3 @@ class ParagraphDeduper:
         self._doc_of_paragraph.extend([doc_number] * len(rows))
         items = np.repeat(np.arange(first, first + len(rows)), self.cfg.bands)
         self._index.add(bands.ravel(), items)
-
-    @staticmethod
-    def _rebuild(paragraphs: list[str], separators: list[str], removed: dict[int, RemovedParagraph]) -> str:
-        if not removed:
-            return "".join(p + s for p, s in zip(paragraphs, separators + [""]))
-        out: list[str] = []
-        for i, paragraph in enumerate(paragraphs):
-            if i in removed:
-                continue
-            if out:
-                out.append(separators[i - 1])  # the break that preceded this paragraph in the original
-            out.append(paragraph)
-        return "".join(out)
