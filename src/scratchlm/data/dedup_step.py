@@ -24,16 +24,31 @@ from .units import Unit
 EXAMPLES = 5
 
 
-def decision_writers(units: list[Unit], out: Path) -> dict[str, ShardWriter]:
-    return {u.name: ShardWriter(out, u.name, per_shard=1 << 62, level=1) for u in units}
+class DecisionFiles:
+    """One small decisions file per unit (`<unit>.jsonl.zst`; a unit without decisions has none), written in
+    input order, so one compressor is open at a time: each holds about a megabyte, and a corpus has hundreds
+    of units."""
 
+    def __init__(self, out: Path):
+        self.out = out
+        self._unit: str | None = None
+        self._writer: ShardWriter | None = None
+        self._done: set[str] = set()
 
-def close_decisions(writers: dict[str, ShardWriter], out: Path) -> None:
-    for w in writers.values():
-        w.close()
-    for name in writers:  # a unit without decisions has no file
-        if (path := out / f"{name}-00000.jsonl.zst").exists():
-            path.rename(out / f"{name}.jsonl.zst")
+    def write(self, unit: str, decision: dict) -> None:
+        if unit != self._unit:
+            if unit in self._done:
+                raise RuntimeError(f"decisions for unit {unit} written out of input order")
+            self.close()
+            self._unit, self._writer = unit, ShardWriter(self.out, unit, per_shard=1 << 62, level=1)
+        self._writer.write(decision)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            (self.out / f"{self._unit}-00000.jsonl.zst").rename(self.out / f"{self._unit}.jsonl.zst")
+            self._done.add(self._unit)
+            self._writer = None
 
 
 def decisions_of(step: CorpusStep) -> Callable[[Corpus, Unit], str]:
@@ -117,13 +132,13 @@ def find_duplicates(ctx: CorpusContext) -> dict:
     part, part_own = _without_own_text(sk, copies.contained, copies.contained_share, code, contained_cfg.own_min)
     found = {"exact_duplicate": (copies.exact, None), "near_duplicate": near, "contained_duplicate": part}
     named = {rule: _named(sk, pairs, scores) for rule, (pairs, scores) in found.items()}
-    writers = decision_writers(ctx.units, ctx.out)
+    decisions = DecisionFiles(ctx.out)
     drops = sorted((doc, rule, doc_id) for rule, (pairs, _) in found.items()
                    for doc, doc_id in zip(pairs[:, 0].tolist(), named[rule]))
     for doc, rule, doc_id in drops:  # in input order, as the units' documents
-        writers[ctx.units[doc >> 32].name].write({"id": doc_id, "action": "drop",
-                                                  **_decision(rule, *named[rule][doc_id])})
-    close_decisions(writers, ctx.out)
+        decisions.write(ctx.units[doc >> 32].name, {"id": doc_id, "action": "drop",
+                                                    **_decision(rule, *named[rule][doc_id])})
+    decisions.close()
     own = near_own + part_own
     log(f"dedup: {len(named['exact_duplicate'])} exact, {len(named['near_duplicate'])} near and "
         f"{len(named['contained_duplicate'])} partial copies; {own} pages that share most of their text with "

@@ -11,7 +11,7 @@ from typing import Iterator
 from ..progress import bar, log
 from .dedup.paragraph_sketch import save_paragraph_sketch, sketch_paragraphs
 from .dedup.paragraphs import rebuild
-from .dedup_step import apply_dedup, close_decisions, decision_writers, decisions_of
+from .dedup_step import DecisionFiles, apply_dedup, decisions_of
 from .jsonl import ShardWriter
 from .paragraph_split import paragraphs_and_breaks
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
@@ -61,7 +61,7 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
         para_stats = Counter()
         skeletons = 0
         survivors: dict[str, ShardWriter] = {}
-        writers = decision_writers(ctx.units, ctx.out)
+        decisions = DecisionFiles(ctx.out)
         for unit, doc, cuts in bar(_docs_with_cuts(ctx, copies), total=ctx.docs_total(), desc="dedup: paragraphs",
                                    unit="doc"):
             doc_id, text, decision = doc["id"], doc["text"], None
@@ -87,8 +87,8 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
                                                          level=1)
                 survivors[unit.domain].write([doc_id, len(text), unit.name])
             if decision is not None:
-                writers[unit.name].write({"id": doc_id, **decision})
-        close_decisions(writers, ctx.out)
+                decisions.write(unit.name, {"id": doc_id, **decision})
+        decisions.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log(f"dedup: {para_stats['paragraphs']} duplicate paragraphs cut from {para_stats['docs']} documents; "
