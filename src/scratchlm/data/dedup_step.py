@@ -7,7 +7,7 @@ decisions in parallel and record them in the ledger.
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -77,17 +77,21 @@ def apply_dedup(doc: dict, ctx: StepContext) -> dict | None:
     return doc
 
 
-def _cluster_summary(kept_of: dict[str, tuple[str, float | None]]) -> dict:
-    """Clusters (a kept document and its duplicates): count, size histogram and the largest as examples."""
-    members: dict[str, list[tuple[str, float | None]]] = defaultdict(list)
-    for dup, (kept, score) in kept_of.items():
-        members[kept].append((dup, score))
-    sizes = Counter(len(m) + 1 for m in members.values())
-    largest = sorted(members.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:EXAMPLES]
-    return {"clusters": len(members), "duplicates": len(kept_of),
-            "sizes": {str(k): v for k, v in sorted(sizes.items())},
-            "examples": [{"kept": kept, "size": len(m) + 1, "duplicates": [d for d, _ in m[:3]],
-                          "excerpt": ""} for kept, m in largest]}
+def _cluster_summary(sk, pairs: np.ndarray) -> tuple[dict, dict[str, int]]:
+    """Clusters (a kept document and its copies) from (copy, kept) pairs sorted by copy: count, size histogram and
+    the largest as examples; and the examples' kept documents by ID -> number, for their excerpts."""
+    kept, copies = np.unique(pairs[:, 1], return_counts=True)
+    sizes = Counter((copies + 1).tolist())
+    floor = np.sort(copies)[-EXAMPLES] if len(copies) >= EXAMPLES else 0
+    big = np.flatnonzero(copies >= floor)  # the largest, with every cluster tied with the last of them
+    largest = sorted(zip(sk.gather("ids", kept[big]).tolist(), copies[big].tolist(), kept[big].tolist()),
+                     key=lambda c: (-c[1], c[0]))[:EXAMPLES]
+    examples = [{"kept": kept_id, "size": n + 1, "excerpt": "",
+                 "duplicates": sk.gather("ids", pairs[pairs[:, 1] == doc, 0][:3]).tolist()}
+                for kept_id, n, doc in largest]
+    summary = {"clusters": len(kept), "duplicates": len(pairs), "examples": examples,
+               "sizes": {str(k): v for k, v in sorted(sizes.items())}}
+    return summary, {kept_id: doc for kept_id, _, doc in largest}
 
 
 @dataclass(frozen=True)
@@ -131,23 +135,15 @@ def find_duplicates(ctx: CorpusContext) -> dict:
     near, near_own = _without_own_text(sk, copies.near, copies.near_jaccard, code, contained_cfg.own_min)
     part, part_own = _without_own_text(sk, copies.contained, copies.contained_share, code, contained_cfg.own_min)
     found = {"exact_duplicate": (copies.exact, None), "near_duplicate": near, "contained_duplicate": part}
-    named = {rule: _named(sk, pairs, scores) for rule, (pairs, scores) in found.items()}
-    decisions = DecisionFiles(ctx.out)
-    drops = sorted((doc, rule, doc_id) for rule, (pairs, _) in found.items()
-                   for doc, doc_id in zip(pairs[:, 0].tolist(), named[rule]))
-    for doc, rule, doc_id in drops:  # in input order, as the units' documents
-        decisions.write(ctx.units[doc >> 32].name, {"id": doc_id, "action": "drop",
-                                                    **_decision(rule, *named[rule][doc_id])})
-    decisions.close()
+    _write_decisions(sk, found, DecisionFiles(ctx.out), ctx.units)
     own = near_own + part_own
-    log(f"dedup: {len(named['exact_duplicate'])} exact, {len(named['near_duplicate'])} near and "
-        f"{len(named['contained_duplicate'])} partial copies; {own} pages that share most of their text with "
-        f"another but have words of their own kept")
-    summaries = {kind: _cluster_summary(named[rule]) for kind, rule in
-                 (("exact", "exact_duplicate"), ("fuzzy", "near_duplicate"), ("contained", "contained_duplicate"))}
-    unit_of_kept = {kept: ctx.units[doc >> 32] for rule, (pairs, _) in found.items()
-                    for (kept, _), doc in zip(named[rule].values(), pairs[:, 1].tolist())}
-    _add_excerpts(ctx, summaries, unit_of_kept)
+    log(f"dedup: {len(copies.exact)} exact, {len(near[0])} near and {len(part[0])} partial copies; {own} pages that "
+        f"share most of their text with another but have words of their own kept")
+    summaries, kept_docs = {}, {}
+    for kind, rule in (("exact", "exact_duplicate"), ("fuzzy", "near_duplicate"), ("contained", "contained_duplicate")):
+        summaries[kind], docs = _cluster_summary(sk, found[rule][0])
+        kept_docs |= docs
+    _add_excerpts(ctx, summaries, {kept: ctx.units[doc >> 32] for kept, doc in kept_docs.items()})
     return {**summaries, "kept_with_own_text": own, "skipped": list(s.skip)}
 
 
@@ -163,12 +159,27 @@ def _without_own_text(sk, pairs: np.ndarray, scores: np.ndarray, code: np.ndarra
     return (pairs[keep], scores[keep]), len(pairs) - len(keep)
 
 
-def _named(sk, pairs: np.ndarray, scores: np.ndarray | None) -> dict[str, tuple[str, float | None]]:
-    """{copy's ID: (kept original's ID, score)}, in the pairs' order."""
-    if not len(pairs):
-        return {}
-    copy, kept = (sk.gather("ids", pairs[:, i]).tolist() for i in (0, 1))
-    return dict(zip(copy, zip(kept, [None] * len(pairs) if scores is None else scores.tolist())))
+def _write_decisions(sk, found: dict[str, tuple[np.ndarray, np.ndarray | None]], decisions: DecisionFiles,
+                     units: list[Unit]) -> None:
+    """One drop per copy, in input order, a unit at a time: the IDs of one unit's copies in memory at once."""
+    rules = list(found)
+    copy = np.concatenate([pairs[:, 0] for pairs, _ in found.values()])
+    kept = np.concatenate([pairs[:, 1] for pairs, _ in found.values()])
+    rule = np.repeat(np.arange(len(rules)), [len(pairs) for pairs, _ in found.values()])
+    score = np.concatenate([np.full(len(pairs), np.nan) if scores is None else scores
+                            for pairs, scores in found.values()])
+    order = np.argsort(copy, kind="stable")
+    copy, kept, rule, score = copy[order], kept[order], rule[order], score[order]
+    bounds = np.searchsorted(copy >> 32, np.arange(len(units) + 1))
+    for u, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+        if lo == hi:
+            continue
+        rows = zip(sk.gather("ids", copy[lo:hi]).tolist(), sk.gather("ids", kept[lo:hi]).tolist(),
+                   rule[lo:hi].tolist(), score[lo:hi].tolist())
+        for copy_id, kept_id, r, sc in rows:
+            decisions.write(units[u].name, {"id": copy_id, "action": "drop",
+                                            **_decision(rules[r], kept_id, None if sc != sc else sc)})
+    decisions.close()
 
 
 def _decision(rule: str, kept: str, score: float | None) -> dict:
