@@ -120,7 +120,7 @@ class DataConfig:
     workers: int = bounded(0, ge=0, operational=True)  # processes for the per-shard steps; 0 uses every core
     executor: str = operational("local")  # local (a process pool) or ray (tasks on a Ray cluster): data and tokenize stages
     ray_address: str = operational("")  # with executor = "ray": a cluster's address ("auto", "ray://head:10001"); empty starts Ray here
-    sort_mb: int = bounded(256, ge=16, operational=True)  # memory for one on-disk sort of the corpus-wide steps (dedup): more is faster, never needed more
+    sort_mb: int = bounded(256, ge=16, operational=True)  # memory for one on-disk sort of the corpus-wide steps (dedup, paragraphs, repeated lines): more is faster, never needed more
     unit_mb: int = bounded(64, ge=1)  # inputs are cut into work units of about this size (big plain JSONL files by line ranges)
     skip: list[str] = field(default_factory=list)  # steps to switch off, e.g. ["promo", "fuzzy_dedup"]
     languages: list[str] = field(default_factory=lambda: ["en"])  # languages to keep; [] keeps all; code skips

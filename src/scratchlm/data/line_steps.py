@@ -2,11 +2,13 @@
 lines repeated across many documents of one source, found corpus-wide from per-unit line counts."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 
 import numpy as np
 
 from .clean.boilerplate import RepeatedLineFinder, remove_lines, strip_boilerplate_lines
+from .dedup.disk_dedup import Buckets, bucket_of, buckets_for
 from .short_docs import LengthFloor, too_short
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 from .step_context import StepContext
@@ -58,20 +60,36 @@ class RepeatedLinesSettings:
 
 
 def find_repeated_lines(ctx: CorpusContext) -> dict:
-    """The lines found in many documents of one source, from its units' line counts."""
+    """The lines found in many documents of one source, from its units' line counts. Merged on disk, a bucket of
+    keys at a time (as dedup/disk_dedup.py): memory is independent of the source's size, and counts are exact
+    (no pruning in the merge)."""
     s: RepeatedLinesSettings = ctx.settings
-    finder, edges = RepeatedLineFinder(), RepeatedLineFinder()
-    for unit in ctx.units:
-        side = ctx.runner.outputs[LINE_COUNTS.name][unit.name]
-        n_docs = int(np.load(side / "n_docs.npy")[0])
-        finder.add_table(np.load(side / "keys.npy"), np.load(side / "counts.npy"), n_docs)
-        edges.add_table(np.load(side / "edge_keys.npy"), np.load(side / "edge_counts.npy"), n_docs)
-    frequent = finder.frequent(s.min_docs, s.min_share)
-    # Template lines sit at the edges of the pages that hold them; a note that recurs in the body
-    # ("New in version 3.3.") and sometimes ends a page is content.
-    keys, counts = finder.table()
-    chrome = set(keys[edges.counts_of(keys) >= s.edge_share * counts].tolist())
-    frequent = np.array(sorted(frequent & chrome), dtype=np.uint64)
+    sides = [ctx.runner.outputs[LINE_COUNTS.name][unit.name] for unit in ctx.units]
+    n_docs = sum(int(np.load(side / "n_docs.npy")[0]) for side in sides)
+    need = max(s.min_docs, int(np.ceil(s.min_share * n_docs)))  # as RepeatedLineFinder.frequent
+    total = sum(len(np.load(side / name, mmap_mode="r")) for side in sides for name in ("keys.npy", "edge_keys.npy"))
+    parts = buckets_for(total, ctx.corpus.data.sort_mb)
+    work = ctx.out / ".work"
+    try:
+        rows = Buckets(work, "lines", 3)  # (line hash, documents, documents where it is at a page edge)
+        for side in sides:
+            for prefix, column in (("", 1), ("edge_", 2)):
+                keys = np.load(side / f"{prefix}keys.npy")
+                unit_rows = np.zeros((len(keys), 3), np.int64)
+                unit_rows[:, 0], unit_rows[:, column] = keys.view(np.int64), np.load(side / f"{prefix}counts.npy")
+                rows.add(bucket_of(keys, parts), unit_rows)
+        found = []
+        for part in range(parts):
+            r = rows.read(part)
+            keys, inverse = np.unique(r[:, 0], return_inverse=True)
+            counts = np.bincount(inverse, weights=r[:, 1], minlength=len(keys))
+            edge_counts = np.bincount(inverse, weights=r[:, 2], minlength=len(keys))
+            # Template lines sit at the edges of the pages that hold them; a note that recurs in the body
+            # ("New in version 3.3.") and sometimes ends a page is content.
+            found.append(keys[(counts >= need) & (edge_counts >= s.edge_share * counts)])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    frequent = np.sort(np.concatenate(found).view(np.uint64))
     np.save(ctx.out / FREQUENT, frequent)
     return {"lines": len(frequent)}
 
