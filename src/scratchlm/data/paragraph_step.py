@@ -47,7 +47,6 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
     """{"report", "survivors": domain -> its file of [doc id, kept chars, unit name] rows beside result.json}.
     The cuts are decided from the units' paragraph sketches, sorted on disk (dedup/paragraph_copies.py), then
     applied here in one pass over the documents, unit by unit: nothing held grows with the corpus."""
-    from .clean.structure import skeleton_reason
     from .dedup.paragraph_copies import find_paragraph_copies
     from .dedup.paragraphs import ParagraphDedupConfig
 
@@ -58,44 +57,50 @@ def find_duplicate_paragraphs(ctx: CorpusContext) -> dict:
             [ctx.runner.outputs[PARAGRAPH_SKETCH.name][u.name] for u in ctx.units], work,
             ParagraphDedupConfig(min_words=s.min_paragraph_words, threshold=s.fuzzy_threshold), s.min_docs,
             ctx.corpus.data.sort_mb)
-        para_stats = Counter()
-        skeletons = 0
-        survivors: dict[str, ShardWriter] = {}
-        decisions = DecisionFiles(ctx.out)
-        for unit, doc, cuts in bar(_docs_with_cuts(ctx, copies), total=ctx.docs_total(), desc="dedup: paragraphs",
-                                   unit="doc"):
-            doc_id, text, decision = doc["id"], doc["text"], None
-            if cuts:
-                paragraphs, separators = paragraphs_and_breaks(doc["text"])
-                text = rebuild(paragraphs, separators, {c.paragraph for c in cuts})
-                pieces = [paragraphs[c.paragraph] for c in cuts]
-                para_stats["docs"] += 1
-                para_stats["paragraphs"] += len(cuts)
-                para_stats["chars"] += sum(len(p) for p in pieces)
-                kinds = Counter(c.kind for c in cuts)
-                detail = (f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))} duplicate paragraphs of "
-                          f"earlier documents, e.g. {cuts[0].first_doc_id}")
-                decision = {"action": "cut", "text": text, "removed": pieces, "detail": detail}
-            why = None if "skeleton" in unit.skip_rules or unit.source not in s.prose_sources \
-                else skeleton_reason(text, doc.get("chars_read", len(doc["text"])), s.min_chars)
-            if why:
-                decision = {"action": "drop", "rule": "skeleton", "detail": why}
-                skeletons += 1
-            else:
-                if unit.domain not in survivors:
-                    survivors[unit.domain] = ShardWriter(ctx.out, f"survivors-{unit.domain}", per_shard=1 << 62,
-                                                         level=1)
-                survivors[unit.domain].write([doc_id, len(text), unit.name])
-            if decision is not None:
-                decisions.write(unit.name, {"id": doc_id, **decision})
-        decisions.close()
+        para_stats, skeletons, survivors = _cut(ctx, copies)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log(f"dedup: {para_stats['paragraphs']} duplicate paragraphs cut from {para_stats['docs']} documents; "
         f"{skeletons} documents left as skeletons dropped")
     report = {"paragraph": dict(para_stats), "skeletons": skeletons,
               "skipped": ["paragraph_dedup"] if s.skip else []}
-    return {"report": report, "survivors": {domain: w.close()[0].name for domain, w in survivors.items()}}
+    return {"report": report, "survivors": survivors}
+
+
+def _cut(ctx: CorpusContext, copies) -> tuple[Counter, int, dict[str, str]]:
+    """Cut each document's duplicate paragraphs and judge what is left: a decision per changed document, a
+    survivors row per kept one. Returns the cut counts, the skeletons dropped, the survivors files by domain."""
+    from .clean.structure import skeleton_reason
+
+    s: ParagraphDedupSettings = ctx.settings
+    para_stats, skeletons = Counter(), 0
+    survivors: dict[str, ShardWriter] = {}
+    decisions = DecisionFiles(ctx.out)
+    for unit, doc, cuts in bar(_docs_with_cuts(ctx, copies), total=ctx.docs_total(), desc="dedup: paragraphs",
+                               unit="doc"):
+        doc_id, text, decision = doc["id"], doc["text"], None
+        if cuts:
+            paragraphs, separators = paragraphs_and_breaks(doc["text"])
+            text = rebuild(paragraphs, separators, {c.paragraph for c in cuts})
+            pieces = [paragraphs[c.paragraph] for c in cuts]
+            para_stats.update(docs=1, paragraphs=len(cuts), chars=sum(len(p) for p in pieces))
+            kinds = Counter(c.kind for c in cuts)
+            detail = (f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))} duplicate paragraphs of "
+                      f"earlier documents, e.g. {cuts[0].first_doc_id}")
+            decision = {"action": "cut", "text": text, "removed": pieces, "detail": detail}
+        why = None if "skeleton" in unit.skip_rules or unit.source not in s.prose_sources \
+            else skeleton_reason(text, doc.get("chars_read", len(doc["text"])), s.min_chars)
+        if why:
+            decision = {"action": "drop", "rule": "skeleton", "detail": why}
+            skeletons += 1
+        else:
+            if unit.domain not in survivors:
+                survivors[unit.domain] = ShardWriter(ctx.out, f"survivors-{unit.domain}", per_shard=1 << 62, level=1)
+            survivors[unit.domain].write([doc_id, len(text), unit.name])
+        if decision is not None:
+            decisions.write(unit.name, {"id": doc_id, **decision})
+    decisions.close()
+    return para_stats, skeletons, {domain: w.close()[0].name for domain, w in survivors.items()}
 
 
 def _docs_with_cuts(ctx: CorpusContext, copies) -> Iterator[tuple[Unit, dict, list]]:

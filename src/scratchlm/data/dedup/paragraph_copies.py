@@ -14,8 +14,9 @@ number, its unit << 32 | its row in the unit's sketch, so numbers sort in input 
               candidate was kept, in favour of the earliest such; a copy of a kept paragraph in another document
               is an exact cut, a copy in its own document stays, a copy of a cut one is cut with it. Each unit's
               verdicts are saved and memory-mapped back for the later units;
-  min_docs    a cut stands only when the paragraph is in min_docs documents: cuts counted per kept paragraph, in
-              buckets by its unit.
+  min_docs    a cut stands only when the paragraph is in min_docs documents (in a few pages it is documentation
+              they share, a stock option text; in many, a template): cuts counted per kept paragraph, in buckets
+              by its unit.
 
 The one difference from ParagraphDeduper: its candidates are the first *kept* paragraphs of a band key, here the
 first ones, kept or cut, so that the sweep needs no table per band key (tests/test_paragraph_copies.py checks
