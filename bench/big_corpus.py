@@ -180,6 +180,7 @@ def main() -> None:
         (workdir / "c.toml").write_text(CONFIG.format(workers=args.workers, executor=args.executor))
         r = {"scale": scale, "docs": args.docs * scale, "mb": size / 1e6, **run_prepare(workdir)}
         r["docs_per_s"] = r["docs"] / r["wall_s"]
+        r["workdir_mb"] = sum(f.stat().st_size for f in (workdir / "run").rglob("*") if f.is_file()) / 1e6
         results.append(r)
         print(f"x{scale}: {r['docs']:,} docs, {r['wall_s']:.0f} s, main {r['main_peak_mib']:.0f} MiB, "
               f"worker {r['max_worker_peak_mib']:.0f} MiB", flush=True)
@@ -191,6 +192,20 @@ def main() -> None:
         print(f"| {r['scale']}x | {r['docs']:,} | {r['mb']:.0f} | {r['wall_s']:.0f} | {r['docs_per_s']:.0f} | "
               f"{r['main_peak_mib']:.0f} ({r['main_peak_mib'] / base['main_peak_mib']:.2f}x) | "
               f"{r['max_worker_peak_mib']:.0f} | {r['total_peak_mib']:.0f} |")
+    print("\nworkdir / input: " + ", ".join(f"{r['workdir_mb'] / r['mb']:.1f}x" for r in results))
+    print("\nmain process: what each step added to its peak, MiB (stats.json peak_mib)")
+    print("| step | " + " | ".join(f"{r['scale']}x" for r in results) + " |")
+    print("|---|" + "---|" * len(results))
+    growth = [_growth(r["main_peak_by_step"]) for r in results]
+    for step in results[0]["main_peak_by_step"]:
+        if any(g.get(step, 0) >= 1 for g in growth):
+            print(f"| {step} | " + " | ".join(f"+{g.get(step, 0):.0f}" for g in growth) + " |")
+
+
+def _growth(peaks: dict[str, float]) -> dict[str, float]:
+    """How much each step raised the running peak (the first entry, "start", is the interpreter)."""
+    values = list(peaks.values())
+    return {step: now - before for step, before, now in zip(list(peaks)[1:], values, values[1:])}
 
 
 if __name__ == "__main__":
