@@ -3,12 +3,13 @@ import json
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from scratchlm.config import config_from_dict
 from scratchlm.data.clean.structure import structural_paragraphs
 from scratchlm.data.dedup import ParagraphDedupConfig, ParagraphDeduper, disk_dedup
-from scratchlm.data.dedup.paragraph_copies import find_paragraph_copies
+from scratchlm.data.dedup.paragraph_copies import Cut, find_paragraph_copies
 from scratchlm.data.paragraph_split import paragraphs_and_breaks
 from scratchlm.data.paragraph_step import PARAGRAPH_SKETCH
 from scratchlm.data.read_step import READ
@@ -24,6 +25,7 @@ def _planted(corpus, tmp_path) -> dict[str, str]:
     changed, a paragraph repeated inside its own document, and a boilerplate paragraph in dozens of documents."""
     rng = random.Random(7)
     paths = {}
+    chains = [_chain(rng) for _ in range(12)]
     boiler = ("This manual is distributed in the hope that it will be useful, but without any warranty; see the "
               "license for the conditions under which copies may be made and shared with others.")
     for name in ("web", "docs", "code"):
@@ -38,9 +40,27 @@ def _planted(corpus, tmp_path) -> dict[str, str]:
                 if i % 17 == 0:
                     extra.append(extra[0])  # twice in one document
                 docs[i] = "\n\n".join([docs[i], *extra])
+            for k, (a, b, c) in enumerate(chains):  # A and B early in web, C at the end of docs (a later unit)
+                if name == "web":
+                    docs[k] += "\n\n" + a
+                    docs[k + 40] += "\n\n" + b
+                else:
+                    docs[-1 - k] += "\n\n" + c
         paths[name] = tmp_path / f"{name}.jsonl"
         paths[name].write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
     return paths
+
+
+def _chain(rng: random.Random) -> tuple[str, str, str]:
+    """Paragraphs A, B, C: B is A with two words changed, C is B with two more (A ~ B ~ C, A less like C). B is cut
+    as a copy of A; C's only similar candidate may then be B, which was cut: C stays."""
+    a = [f"v{rng.randrange(10**6)}" for _ in range(100)]
+    b, c = list(a), list(a)
+    for i in (20, 60):
+        b[i] = c[i] = "changed"
+    for i in (40, 80):
+        c[i] = "again"
+    return " ".join(a), " ".join(b), " ".join(c)
 
 
 def _sketched(tmp_path, paths):
@@ -99,3 +119,25 @@ def test_disk_paragraph_dedup_cuts_what_the_in_memory_path_cuts(core_corpus, tmp
     kinds = Counter(kind for cuts in expected.values() for _, kind, _ in cuts)
     assert kinds["exact"] > 20 and (kinds["near"] > 20 or min_docs > 2), kinds
     assert _on_disk(run, corpus, cfg, min_docs, tmp_path) == expected
+
+
+def test_a_paragraph_like_only_a_cut_one_stays(tmp_path):
+    """A ~ B ~ C by their signatures, A not like C: B is cut in favour of A; C, whose only similar candidate is
+    the cut B (in an earlier unit), stays, as ParagraphDeduper, which only indexes kept paragraphs, keeps it."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b, c = a.copy(), a.copy()
+    b[:8] = c[:8] = 1  # bands 0-1 (4 rows each): B and C share them, A does not; estimated J(A, B) = 56/64
+    c[8:16] = 2  # bands 2-3: C alone; J(B, C) = 56/64, J(A, C) = 48/64, below 0.8
+    units = [(["a", "b"], [a, b]), (["c"], [c])]
+    dirs = []
+    for u, (ids, sigs) in enumerate(units):
+        dirs.append(tmp_path / f"u{u}")
+        dirs[-1].mkdir()
+        arrays = {"ids": np.array(ids), "doc": np.arange(len(ids)), "para": np.zeros(len(ids), np.int64),
+                  "exact": rng.integers(0, 2**63, (len(ids), 2)).astype(np.uint64), "sig": np.stack(sigs),
+                  "shingles": np.full(len(ids), 98)}
+        for name, array in arrays.items():
+            np.save(dirs[-1] / f"{name}.npy", array)
+    copies = find_paragraph_copies(dirs, tmp_path / "work", ParagraphDedupConfig(), min_docs=2, sort_mb=16)
+    assert copies.of_unit(0) == {1: [Cut(0, "near", "a")]} and copies.of_unit(1) == {}

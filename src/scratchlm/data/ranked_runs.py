@@ -2,7 +2,7 @@
 
 The draw (val_split.py) walks a domain's documents in a seeded hash order of their IDs, from the first, once or
 twice per round. Held as a Python list, that order costs about 200 bytes per document of the corpus (tens of GB
-at the mission's scale), so it is sorted externally: runs of RUN_ROWS rows are sorted in memory and spilled to
+at the mission's scale), so it is sorted externally: runs of run_rows(sort_mb) rows are sorted in memory and spilled to
 zstd JSONL files, and every walk merges them (heapq.merge reads one row of each run at a time). A domain that
 fits in one run stays in memory and touches no file.
 """
@@ -17,7 +17,13 @@ import xxhash
 
 from .jsonl import ShardWriter, read_jsonl
 
-RUN_ROWS = 500_000  # rows sorted in memory at a time: about 100 MB of Python tuples
+RUN_ROWS = 500_000  # rows sorted in memory at a time by default
+ROW_BYTES = 200  # a row as a Python tuple of an int, two strings and an int
+
+
+def run_rows(sort_mb: int) -> int:
+    """The rows of one run that fit in data.sort_mb, the memory one on-disk sort may take."""
+    return max(1000, (sort_mb << 20) // ROW_BYTES)
 
 
 def rank(doc_id: str, seed: int) -> int:

@@ -10,7 +10,7 @@ from collections import Counter
 from ..progress import log
 from .jsonl import read_jsonl
 from .paragraph_step import FIND_DUPLICATE_PARAGRAPHS
-from .ranked_runs import RankedDocs
+from .ranked_runs import RankedDocs, run_rows
 from .short_docs import LengthFloor
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 from .step_context import StepContext
@@ -35,8 +35,9 @@ def draw(ctx: CorpusContext) -> dict:
     stays in training with its copies; each one is counted in the domain's plan and named in result.json."""
     s: ValidationSettings = ctx.settings
     decided = ctx.corpus.decision(FIND_DUPLICATE_PARAGRAPHS)
+    rows = run_rows(ctx.corpus.data.sort_mb)
     survivors = {domain: RankedDocs(read_jsonl(ctx.runner.cache / decided.file(name)), s.seed,
-                                    ctx.out / SPILL / domain)
+                                    ctx.out / SPILL / domain, rows)
                  for domain, name in decided.result["survivors"].items()}
     try:
         chosen, plan, near_copied = _draw_guarded(ctx, survivors)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import disk_dedup
 from .disk_dedup import Buckets, Sketches, bucket_of, buckets_for, first_of_key, gather, local, numbers, \
     signature_jaccard, unit_of
 from .minhash import band_keys, ranges
@@ -86,8 +87,18 @@ def earlier_document_pairs(keys: np.ndarray, docs: np.ndarray, cap: int) -> tupl
     return np.repeat(index, counts), ranges(group, counts)
 
 
+def chunk_rows(cfg: ParagraphDedupConfig, sort_mb: int) -> int:
+    """Paragraphs whose candidates are verified at once: each has at most bands x max_candidates_per_bucket."""
+    return max(64, (sort_mb << 20) // (disk_dedup.SORT_BYTES_PER_ROW * cfg.bands * cfg.max_candidates_per_bucket))
+
+
+def _chunk(paragraphs: np.ndarray, rows: int) -> np.ndarray:
+    """The bucket of a paragraph's candidates: its unit, and its block of `rows` rows in the unit."""
+    return (unit_of(paragraphs) << 24) | (local(paragraphs) // rows)
+
+
 def candidates(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: Buckets, sort_mb: int) -> Buckets:
-    """Rows (paragraph, earlier candidate) of the representatives, by the later paragraph's unit."""
+    """Rows (paragraph, earlier candidate) of the representatives, by the later paragraph's chunk (_chunk)."""
     parts = buckets_for(sum(sk.sizes) * cfg.bands, sort_mb)
     rows = Buckets(work, "bands", 3)
     for u, n in enumerate(sk.sizes):
@@ -100,7 +111,7 @@ def candidates(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: B
         r = rows.read(part)
         r = r[np.lexsort((r[:, 1], r[:, 0]))]
         later, earlier = earlier_document_pairs(r[:, 0], r[:, 2], cfg.max_candidates_per_bucket)
-        found.add(unit_of(r[later, 1]), np.column_stack([r[later, 1], r[earlier, 1]]))
+        found.add(_chunk(r[later, 1], chunk_rows(cfg, sort_mb)), np.column_stack([r[later, 1], r[earlier, 1]]))
     return found
 
 
@@ -122,23 +133,15 @@ class Verdicts:
         return np.load(self.dir / f"{name}{u}.npy")
 
 
-def sweep(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: Buckets, found: Buckets) -> Verdicts:
-    verdicts = Verdicts(work)
+def sweep(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: Buckets, found: Buckets,
+          sort_mb: int) -> Verdicts:
+    verdicts, rows = Verdicts(work), chunk_rows(cfg, sort_mb)
     for u, n in enumerate(sk.sizes):
         kind = np.where(_representatives(followers, u, n), KEPT, -1).astype(np.int8)  # -1: a follower, below
         first = np.full(n, -1, dtype=np.int64)
-        pairs = np.unique(found.read(u), axis=0)  # sorted by (paragraph, candidate); a pair often shares bands
-        edges = pairs[signature_jaccard(sk, pairs) >= cfg.threshold] if len(pairs) else pairs
-        earlier = unit_of(edges[:, 1]) < u
-        settled = edges[earlier]  # their candidates' verdicts are saved: all at once
-        if len(settled):
-            settled = settled[verdicts.of("kind", settled[:, 1]) == KEPT]
-            once = np.concatenate(([True], settled[1:, 0] != settled[:-1, 0]))  # the earliest kept candidate
-            first[local(settled[once, 0])] = settled[once, 1]
-            kind[local(settled[once, 0])] = NEAR
-        for p, q in edges[~earlier].tolist():  # candidates in this unit: in input order, q decided before p
-            if first[p & 0xFFFFFFFF] < 0 and kind[q & 0xFFFFFFFF] == KEPT:
-                first[p & 0xFFFFFFFF], kind[p & 0xFFFFFFFF] = q, NEAR
+        for chunk in range(-(-n // rows)):  # in input order: a chunk's candidates in this unit are decided
+            _sweep_chunk(sk, cfg, verdicts, u, found.read(int(_chunk(np.int64(u) << 32 | chunk * rows, rows))),
+                         kind, first)
         copies = followers.read(u)  # (paragraph, representative, same document)
         if len(copies):
             rep, mine = copies[:, 1], unit_of(copies[:, 1]) == u
@@ -152,6 +155,25 @@ def sweep(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: Bucket
             first[at] = np.where(kept, np.where(same, -1, rep), rep_first)
         verdicts.save(u, kind, first)
     return verdicts
+
+
+def _sweep_chunk(sk: Sketches, cfg: ParagraphDedupConfig, verdicts: Verdicts, u: int, pairs: np.ndarray,
+                 kind: np.ndarray, first: np.ndarray) -> None:
+    """Cut the representatives of one chunk of unit u that have a kept, verified candidate (kind, first: the
+    unit's verdicts so far, updated)."""
+    pairs = np.unique(pairs, axis=0)  # sorted by (paragraph, candidate); a pair often shares bands
+    edges = pairs[signature_jaccard(sk, pairs) >= cfg.threshold] if len(pairs) else pairs
+    earlier = unit_of(edges[:, 1]) < u
+    settled = edges[earlier]  # their candidates' verdicts are saved: all at once
+    if len(settled):
+        settled = settled[verdicts.of("kind", settled[:, 1]) == KEPT]
+    if len(settled):
+        once = np.concatenate(([True], settled[1:, 0] != settled[:-1, 0]))  # the earliest kept candidate
+        first[local(settled[once, 0])] = settled[once, 1]
+        kind[local(settled[once, 0])] = NEAR
+    for p, q in local(edges[~earlier]).tolist():  # candidates in this unit: in input order, q decided before p
+        if first[p] < 0 and kind[q] == KEPT:
+            first[p], kind[p] = q | (u << 32), NEAR
 
 
 def copies_per_kept(sk: Sketches, work: Path, verdicts: Verdicts) -> Path:
@@ -195,7 +217,7 @@ def find_paragraph_copies(dirs: list[Path], work: Path, cfg: ParagraphDedupConfi
     sk = Sketches(dirs)
     work.mkdir(parents=True, exist_ok=True)
     followers = exact_followers(sk, work, sort_mb)
-    verdicts = sweep(sk, work, cfg, followers, candidates(sk, work, cfg, followers, sort_mb))
+    verdicts = sweep(sk, work, cfg, followers, candidates(sk, work, cfg, followers, sort_mb), sort_mb)
     if min_docs > 2:
         copies_per_kept(sk, work, verdicts)
     return ParagraphCopies(sk, verdicts, min_docs)
