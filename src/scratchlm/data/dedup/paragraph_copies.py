@@ -92,13 +92,13 @@ def chunk_rows(cfg: ParagraphDedupConfig, sort_mb: int) -> int:
     return max(64, (sort_mb << 20) // (disk_dedup.SORT_BYTES_PER_ROW * cfg.bands * cfg.max_candidates_per_bucket))
 
 
-def _chunk(paragraphs: np.ndarray, rows: int) -> np.ndarray:
-    """The bucket of a paragraph's candidates: its unit, and its block of `rows` rows in the unit."""
-    return (unit_of(paragraphs) << 24) | (local(paragraphs) // rows)
+def _chunk(unit, block):
+    """The bucket of the candidates of a unit's block of chunk_rows paragraphs (numbers or arrays of them)."""
+    return (unit << 24) | block
 
 
 def candidates(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: Buckets, sort_mb: int) -> Buckets:
-    """Rows (paragraph, earlier candidate) of the representatives, by the later paragraph's chunk (_chunk)."""
+    """Rows (paragraph, earlier candidate) of the representatives, by the later paragraph's chunk."""
     parts = buckets_for(sum(sk.sizes) * cfg.bands, sort_mb)
     rows = Buckets(work, "bands", 3)
     for u, n in enumerate(sk.sizes):
@@ -106,12 +106,13 @@ def candidates(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: B
         keys = band_keys(np.asarray(sk.load(u, "sig"))[at], cfg.bands, cfg.rows).ravel().view(np.int64)
         rows.add(bucket_of(keys, parts), np.column_stack([keys, np.repeat(numbers(u, n)[at], cfg.bands),
                                                           np.repeat(_documents(sk, u)[at], cfg.bands)]))
-    found = Buckets(work, "candidates", 2)
+    found, block = Buckets(work, "candidates", 2), chunk_rows(cfg, sort_mb)
     for part in range(parts):
         r = rows.read(part)
         r = r[np.lexsort((r[:, 1], r[:, 0]))]
         later, earlier = earlier_document_pairs(r[:, 0], r[:, 2], cfg.max_candidates_per_bucket)
-        found.add(_chunk(r[later, 1], chunk_rows(cfg, sort_mb)), np.column_stack([r[later, 1], r[earlier, 1]]))
+        found.add(_chunk(unit_of(r[later, 1]), local(r[later, 1]) // block),
+                  np.column_stack([r[later, 1], r[earlier, 1]]))
     return found
 
 
@@ -140,8 +141,7 @@ def sweep(sk: Sketches, work: Path, cfg: ParagraphDedupConfig, followers: Bucket
         kind = np.where(_representatives(followers, u, n), KEPT, -1).astype(np.int8)  # -1: a follower, below
         first = np.full(n, -1, dtype=np.int64)
         for chunk in range(-(-n // rows)):  # in input order: a chunk's candidates in this unit are decided
-            _sweep_chunk(sk, cfg, verdicts, u, found.read(int(_chunk(np.int64(u) << 32 | chunk * rows, rows))),
-                         kind, first)
+            _sweep_chunk(sk, cfg, verdicts, u, found.read(_chunk(u, chunk)), kind, first)
         copies = followers.read(u)  # (paragraph, representative, same document)
         if len(copies):
             rep, mine = copies[:, 1], unit_of(copies[:, 1]) == u
@@ -176,7 +176,7 @@ def _sweep_chunk(sk: Sketches, cfg: ParagraphDedupConfig, verdicts: Verdicts, u:
             first[p], kind[p] = q | (u << 32), NEAR
 
 
-def copies_per_kept(sk: Sketches, work: Path, verdicts: Verdicts) -> Path:
+def copies_per_kept(sk: Sketches, work: Path, verdicts: Verdicts) -> None:
     """Per unit, per row: how many cuts name it as the kept paragraph (saved, for the min_docs rule)."""
     cuts = Buckets(work, "cuts", 1)
     for u in range(len(sk.sizes)):
@@ -184,7 +184,6 @@ def copies_per_kept(sk: Sketches, work: Path, verdicts: Verdicts) -> Path:
         cuts.add(unit_of(first[first >= 0]), first[first >= 0, None])
     for u, n in enumerate(sk.sizes):
         np.save(verdicts.dir / f"copies{u}.npy", np.bincount(local(cuts.read(u)[:, 0]), minlength=n))
-    return verdicts.dir
 
 
 class ParagraphCopies:
