@@ -2,6 +2,7 @@
 import json
 import random
 
+import numpy as np
 import pytest
 
 from scratchlm.config import config_from_dict
@@ -9,6 +10,7 @@ from scratchlm.data import dedup_step
 from scratchlm.data.clean.structure import similarity_text
 from scratchlm.data.dedup import ContainmentConfig, ContainmentFinder, ExactDeduper, FuzzyDeduper, MinHashConfig
 from scratchlm.data.dedup import disk_dedup
+from scratchlm.data.dedup.minhash import UnionFind
 from scratchlm.data.jsonl import read_jsonl
 from scratchlm.data.read_step import READ
 from scratchlm.data.step import Corpus
@@ -94,8 +96,11 @@ def _on_disk(run, corpus) -> dict[str, dict]:
 
 @pytest.mark.parametrize("row_bytes", [disk_dedup.SORT_BYTES_PER_ROW, 1 << 20])
 def test_disk_dedup_decides_what_the_in_memory_path_decides(core_corpus, tmp_path, monkeypatch, row_bytes):
-    # a "row" of 1 MiB: 16 MB sorts hold 16 rows, so every kind of row is cut into hundreds of buckets
+    # a "row" of 1 MiB: 16 MB sorts hold 16 rows, so every kind of row is cut into hundreds of buckets, and
+    # signatures are compared a pair at a time
     monkeypatch.setattr(disk_dedup, "SORT_BYTES_PER_ROW", row_bytes)
+    if row_bytes > disk_dedup.SORT_BYTES_PER_ROW:
+        monkeypatch.setattr(disk_dedup, "SIGNATURE_BYTES", 1)
     run, corpus = _runner(tmp_path, _planted(core_corpus, tmp_path))
     assert len(run.units) > 3
     expected = _in_memory(run, corpus)
@@ -119,3 +124,16 @@ def test_a_corpus_without_copies_has_none(tmp_path):
     path.write_text("".join(json.dumps({"text": words(300) + "\n\n" + shared[i % 10]}) + "\n" for i in range(40)))
     run, corpus = _runner(tmp_path, {"docs": path})
     assert _on_disk(run, corpus) == {} and _in_memory(run, corpus) == {}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_clusters_in_whole_arrays_are_those_of_the_union_find(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    edges = rng.integers(0, n, size=(int(rng.integers(0, 2 * n)), 2))
+    edges = np.concatenate([edges, np.column_stack([np.arange(n - 1), np.arange(1, n)])[: n // 3]])  # a long chain
+    sets = UnionFind()
+    sets.grow(n)
+    for a, b in edges.tolist():
+        sets.union(a, b)
+    assert np.array_equal(disk_dedup.smallest_connected(n, edges), sets.roots())

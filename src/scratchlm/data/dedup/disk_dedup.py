@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .containment import ContainmentConfig
-from .minhash import MinHashConfig, UnionFind, band_keys, pairs_within_batch
+from .minhash import MinHashConfig, band_keys, pairs_within_batch
 
 SORT_BYTES_PER_ROW = 80  # a bucket row of 2-3 int64 values, with the copies a sort and its indexing make
 MAPPED = 4  # unit arrays kept mapped at once: a mapped file's pages count in this process's memory while mapped
@@ -196,20 +196,43 @@ def near_copies(sk: Sketches, work: Path, cfg: MinHashConfig, skip: list[np.ndar
             edges.append(pairs[signature_jaccard(sk, pairs) >= cfg.threshold])
     edges = np.concatenate(edges) if edges else np.empty((0, 2), np.int64)
     nodes = np.unique(edges)
-    sets = UnionFind()
-    sets.grow(len(nodes))
-    for a, b in np.searchsorted(nodes, edges).tolist():
-        sets.union(a, b)
-    roots = sets.roots()  # the smallest member: the first document of the cluster
+    roots = smallest_connected(len(nodes), np.searchsorted(nodes, edges))  # the first document of each cluster
     copy = roots != np.arange(len(nodes))
     pairs = np.column_stack([nodes[copy], nodes[roots[copy]]])
     return pairs, signature_jaccard(sk, pairs)
 
 
+def smallest_connected(n: int, edges: np.ndarray) -> np.ndarray:
+    """For nodes 0..n-1 joined by `edges` [m, 2]: the smallest node connected to each. A union-find in whole
+    arrays (a Python loop over the edges would hold an object per edge): each round, the root of each edge's
+    larger side is hooked under the smaller side's root, then every node jumps to its root. A hook only ever
+    points to a smaller node, so there are no cycles and each root is the smallest of its tree."""
+    roots = np.arange(n, dtype=np.int64)
+    a, b = edges[:, 0], edges[:, 1]
+    while True:
+        ra, rb = roots[a], roots[b]
+        apart = ra != rb
+        if not apart.any():
+            return roots
+        np.minimum.at(roots, np.maximum(ra, rb)[apart], np.minimum(ra, rb)[apart])
+        while True:
+            jumped = roots[roots]
+            if np.array_equal(jumped, roots):
+                break
+            roots = jumped
+
+
+SIGNATURE_BYTES = 4 << 20  # the two signatures of the pairs compared at once (1M pairs of signatures: 900 MB)
+
+
 def signature_jaccard(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
     out = np.empty(len(pairs))
-    for lo in range(0, len(pairs), 1 << 16):
-        chunk = pairs[lo:lo + (1 << 16)]
+    if not len(pairs):
+        return out
+    sig = sk.load(int(unit_of(pairs[0, 0])), "sig")
+    step = max(1, SIGNATURE_BYTES // (2 * sig.shape[1] * sig.itemsize))
+    for lo in range(0, len(pairs), step):
+        chunk = pairs[lo:lo + step]
         out[lo:lo + len(chunk)] = (sk.gather("sig", chunk[:, 0]) == sk.gather("sig", chunk[:, 1])).mean(axis=1)
     return out
 
