@@ -12,6 +12,7 @@ keys of every unit it reads. So:
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 import time
 from collections import defaultdict
@@ -40,6 +41,16 @@ def peak_rss_mib() -> float:
         return 0.0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1 << 20 if sys.platform == "darwin" else 1 << 10)  # macOS counts bytes, Linux KiB
+
+
+def release_free_memory() -> None:
+    """Hand the heap's free pages back to the system. glibc keeps what a step freed (a corpus step's sort
+    buckets, a run of the draw order) in this process, so every later step would start above it; measured after
+    find_duplicates at 1M documents: 11 MiB. A no-op where the C library has no malloc_trim."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError, TypeError):  # macOS, musl, Windows
+        pass
 
 
 class StepRunner:
@@ -128,6 +139,7 @@ class StepRunner:
         corpus-sized state (workers hold one unit each)."""
         self.seconds[name] = time.time() - t0
         self.peak_mib[name] = peak_rss_mib()
+        release_free_memory()
 
     def _map(self, tasks: list[LocalTask], step: str) -> Iterator[dict]:
         return bar(self.executor.imap(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
