@@ -17,8 +17,8 @@ one bucket at a time is in memory:
 
 A document is a number, its unit's position << 32 | its position in the unit, so numbers sort in input order
 and the first occurrence is the smallest. What stays in memory grows only with the copies found (the edges, the
-union-find over the documents in them, the decisions): about 100 bytes per copy. The decisions are those of the
-in-memory path (tests/test_disk_dedup.py compares them).
+clusters joined over the documents in them, the decisions): about 150 bytes per copy, measured at 1M documents
+(docs/benchmarks.md). The decisions are those of the in-memory path (tests/test_disk_dedup.py compares them).
 """
 from __future__ import annotations
 
