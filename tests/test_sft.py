@@ -44,7 +44,8 @@ def test_loss_counts_only_masked_targets(model_and_tok):
     ids, mask, dropped = pack_rows(encode_conversations(tok, convs), 65, tok.token_to_id(PAD))
     assert dropped == 0 and len(ids) < len(convs)  # packed several per row
     x, y, m = ids[:, :-1], ids[:, 1:], mask[:, 1:]
-    logits, loss = model(x, y, loss_mask=m)
+    logits, _ = model(x)
+    _, loss = model(x, y, loss_mask=m)
     per_token = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1), reduction="none")
     assert torch.allclose(loss, per_token[m.reshape(-1).bool()].mean())
     # Changing a prompt token's target changes nothing; changing an answer token's target changes the loss.

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from ..config import ModelConfig
+from .head_loss import head_loss
 
 NORM_EPS = 1e-5
 
@@ -155,6 +156,8 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, kv_cache=None,
                 loss_mask: torch.Tensor | None = None):
+        """Without targets: (logits, None). With targets: (None, the mean cross-entropy over the tokens, or over
+        those loss_mask keeps)."""
         B, T = idx.shape
         start = kv_cache.pos if kv_cache is not None else 0
         if start + T > self.cfg.seq_len:
@@ -168,14 +171,15 @@ class GPT(nn.Module):
                 x = block(x, cos, sin, kv_cache.layer(i) if kv_cache is not None else None)
         if kv_cache is not None:
             kv_cache.advance(T)
-        logits = self.lm_head(self.norm_f(x)).float()
+        h = self.norm_f(x)
+        if targets is not None:  # training: the logits are never made whole (model/head_loss.py)
+            n = targets.numel()
+            weights = (loss_mask.reshape(-1).float() / loss_mask.sum().clamp(min=1) if loss_mask is not None
+                       else torch.full((n,), 1.0 / n, device=h.device))
+            return None, head_loss(h.reshape(n, -1), self.lm_head.weight, targets.reshape(-1), weights,
+                                   self.cfg.logit_softcap)
+        logits = self.lm_head(h).float()
         if self.cfg.logit_softcap > 0:
             c = self.cfg.logit_softcap
             logits = c * torch.tanh(logits / c)
-        if targets is None:
-            return logits, None
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), reduction="none")
-        if loss_mask is not None:
-            m = loss_mask.reshape(-1).float()
-            return logits, (loss * m).sum() / m.sum().clamp(min=1)
-        return logits, loss.mean()
+        return logits, None

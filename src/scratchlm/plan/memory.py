@@ -5,15 +5,16 @@ pass (a test checks the count against `torch.autograd.graph.saved_tensors_hooks`
 autocast the weights stay fp32 (they are the master weights) and each matmul saves its own half-precision copy
 of its input, while the norms and QK-norm compute and save in fp32; the formulas follow that.
 
-The peak of a step is reached either at the start of the backward pass (every activation still saved, plus
-the cross-entropy gradients over the vocabulary) or at the optimizer step (every gradient, plus the
-optimizer's temporaries), whichever is larger.
+The peak of a step is reached either at the end of the forward pass (every activation saved, the head weight's
+gradient and one chunk of logits: model/head_loss.py computes the loss's gradients there, a chunk of tokens at a
+time) or at the optimizer step (every gradient, plus the optimizer's temporaries), whichever is larger.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..config import ModelConfig
+from ..model.head_loss import CHUNK_TOKENS
 from ..train.optim import adamw_implementation
 from .arithmetic import Shapes, count_params
 
@@ -47,11 +48,11 @@ def layer_activation_bytes(m: ModelConfig, s: Shapes, precision: str) -> int:
     return norm + qkv_inputs + qk_norm + sdpa + norm + mlp_inputs + mlp_hidden
 
 
-def head_activation_bytes(s: Shapes, precision: str) -> int:
-    """Bytes saved per token outside the blocks: final norm, head input, log-softmax output, token ids."""
-    a = 2 if precision in HALF_PRECISIONS else FP32
+def head_activation_bytes(s: Shapes) -> int:
+    """Bytes saved per token outside the blocks: final norm, the head input's gradient (fp32, made in the forward
+    pass by the chunked loss), token ids (the embedding's backward)."""
     norm = 2 * FP32 * s.d_model + FP32
-    return norm + a * s.d_model + FP32 * s.vocab + 2 * INDEX
+    return norm + FP32 * s.d_model + INDEX
 
 
 @dataclass
@@ -63,8 +64,8 @@ class MemoryEstimate:
     activations: int  # saved for backward, at the configured checkpointing setting
     activations_no_ckpt: int
     activations_ckpt: int
-    logits: int  # fp32 logits the training loop holds while backward runs
-    loss_backward: int  # cross-entropy gradients over the vocabulary, live at the start of backward
+    logits_chunk: int  # one chunk of tokens' fp32 logits (and half-precision casts) while the loss is made
+    head_weight_grad: int  # fp32 gradient of the head weight, made in the forward pass, held into backward
     optimizer_temp: int  # per-tensor temporaries of a non-fused optimizer step
     peak: int  # estimated peak of the step (what the probe measures)
     peak_phase: str  # "backward" or "optimizer step"
@@ -92,30 +93,32 @@ def estimate_memory(m: ModelConfig, vocab: int, micro_batch: int, grad_accum: in
     weights = gradients = FP32 * p.total
     opt = optimizer_state_bytes(optimizer, p.total, p.matrices)
     layer = layer_activation_bytes(m, s, precision) * tokens
-    head = head_activation_bytes(s, precision) * tokens
+    head = head_activation_bytes(s) * tokens
     no_ckpt = s.n_layer * layer + head
     # Checkpointing keeps each block's fp32 input and recomputes one block at a time during backward.
     ckpt = s.n_layer * FP32 * s.d_model * tokens + layer + head
     activations = ckpt if activation_checkpointing else no_ckpt
-    head_matmul = s.vocab * s.d_model
     if not half:
         copies = 0
-    elif activation_checkpointing:  # only the head's and the block being recomputed are alive together
-        copies = 2 * (head_matmul + p.matrices // max(1, s.n_layer))
+    elif activation_checkpointing:  # only the block being recomputed has its casts alive
+        copies = 2 * (p.matrices // max(1, s.n_layer))
     else:
-        copies = 2 * (p.matrices + head_matmul)
-    logits = FP32 * s.vocab * tokens
-    loss_backward = 2 * FP32 * s.vocab * tokens  # d(nll)/d(logp) and d(logp)/d(logits), both dense
+        copies = 2 * p.matrices
+    chunk = min(CHUNK_TOKENS, tokens)
+    # the chunk's logits, made into their gradient in place; autocast: its cast, and the head weight's
+    logits_chunk = FP32 * s.vocab * chunk + (2 * s.vocab * (chunk + s.d_model) if half else 0)
+    head_weight_grad = FP32 * s.vocab * s.d_model
     # A fused AdamW updates in place; other optimizer steps make ~2 temporaries of each tensor in turn
     fused = optimizer == "adamw" and adamw_implementation(device_type).get("fused", False)
     opt_temp = 0 if fused else 2 * FP32 * p.largest
     # With accumulation, gradients from the earlier micro-batches are alive during each later backward.
-    backward = copies + activations + logits + loss_backward + (gradients if grad_accum > 1 else 0)
-    step = gradients + opt_temp + logits
+    backward = copies + activations + logits_chunk + head_weight_grad + (gradients if grad_accum > 1 else 0)
+    step = gradients + opt_temp
     peak = weights + opt + max(backward, step)
     return MemoryEstimate(weights=weights, gradients=gradients, optimizer=opt, weight_copies=copies,
                           activations=activations, activations_no_ckpt=no_ckpt, activations_ckpt=ckpt,
-                          logits=logits, loss_backward=loss_backward, optimizer_temp=opt_temp, peak=peak,
+                          logits_chunk=logits_chunk, head_weight_grad=head_weight_grad, optimizer_temp=opt_temp,
+                          peak=peak,
                           peak_phase="backward" if backward >= step else "optimizer step", overhead=overhead,
                           overhead_note=overhead_note, micro_batch=micro_batch, grad_accum=grad_accum,
                           activation_checkpointing=activation_checkpointing)

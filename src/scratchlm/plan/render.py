@@ -53,8 +53,9 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
         ("memory: activations", f"{_b(mem['activations_without_checkpointing'])} without checkpointing, "
                                 f"{_b(mem['activations_with_checkpointing'])} with (micro-batch {c['micro_batch']}, "
                                 f"seq_len {plan['batch']['tokens'] // plan['batch']['sequences']})"),
-        ("memory: step peak", f"{_b(c['peak'])} at the {c['peak_phase']} (+ logits {_b(c['logits'])} and loss "
-                              f"gradients {_b(c['loss_backward'])} included)"),
+        ("memory: step peak", f"{_b(c['peak'])} at the {c['peak_phase']} (+ a chunk of logits "
+                              f"{_b(c['logits_chunk'])} and the head weight's gradient {_b(c['head_weight_grad'])} "
+                              "included)"),
         ("memory: overhead", f"{_b(c['overhead'])} ({c['overhead_note']})"),
         ("memory: total", f"{_b(c['total'])} of {_b(plan['target']['memory'])}"),
     ]
