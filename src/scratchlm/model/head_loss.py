@@ -58,14 +58,18 @@ class _HeadLoss(torch.autograd.Function):
                 if softcap > 0:
                     capped = torch.tanh(logits / softcap)
                     logits = capped * softcap
-                lse = torch.logsumexp(logits, dim=-1, keepdim=True)
-                total += ((lse.squeeze(1) - logits.gather(1, tc).squeeze(1)) * wc).sum()
+                # log-sum-exp by hand, in the logits' own buffer: logsumexp() and then the softmax would each
+                # read and write the chunk again
+                picked = logits.gather(1, tc)
+                top = logits.amax(dim=-1, keepdim=True)
+                exp = logits.sub_(top).exp_()
+                sum_exp = exp.sum(dim=-1, keepdim=True)
+                total += ((top + sum_exp.log() - picked).squeeze(1) * wc).sum()
                 if not (want_h or want_w):
                     continue
-                # d loss / d logits = weight * (softmax - onehot), made in the logits' buffer
-                g = logits.sub_(lse).exp_()
-                g.scatter_add_(1, tc, torch.full_like(tc, -1, dtype=g.dtype))
-                g.mul_(wc[:, None])
+                # d loss / d logits = weight * (softmax - onehot)
+                g = exp.mul_(wc[:, None] / sum_exp)
+                g.scatter_add_(1, tc, -wc[:, None].to(g.dtype))
                 if softcap > 0:
                     g.mul_(1 - capped * capped)
                 g = g.to(mm_dtype)
