@@ -7,18 +7,18 @@ live only while that chunk's loss and its gradients are computed, in the forward
 the two gradients it saved (the head input's and the head weight's) by the incoming gradient. The math is the
 same cross-entropy; the result matches the plain path to float rounding (tests/test_head_loss.py).
 
-At a small vocabulary it is also faster on CPU: a chunk's logits stay in cache and no big buffer is page-faulted
-in each step (docs/benchmarks.md, "The head and the loss in chunks"). Liger-Kernel's fused linear cross-entropy
-does the same on GPU with Triton; this is plain PyTorch.
+It is also faster on CPU, most at a small vocabulary: a chunk's logits stay in cache and no big buffer is
+page-faulted in each step (docs/benchmarks.md, "The head and the loss in chunks"). Liger-Kernel's fused linear
+cross-entropy does the same on GPU with Triton; this is plain PyTorch, untested on a GPU so far.
 """
 from __future__ import annotations
 
 import torch
 
 # Tokens per chunk. Measured on an AVX2 CPU (bench/head_loss.py: forward and backward of 4096 tokens, 1 and 2
-# threads, chunks of 128..2048): within 20% of the fastest chunk at vocabularies of 4K, 32K and 50K; against the
-# plain path 1.4-1.5x as fast at 4K and on par (0.99-1.16x) at 32K and 50K, where the gain is the memory. A
-# chunk's fp32 logits take 512 x vocab x 4 bytes (8 MiB at 4K, 100 MiB at 50K).
+# threads, chunks of 128..2048): within 8% of the fastest chunk at vocabularies of 4K, 32K and 50K, and 1.43-1.48x
+# the plain path's speed at 4K, 1.08-1.12x at 32K, 1.22-1.27x at 50K. A chunk's fp32 logits take 512 x vocab x 4
+# bytes (8 MiB at 4K, 100 MiB at 50K).
 CHUNK_TOKENS = 512
 
 
