@@ -12,7 +12,8 @@ say what the two models spend their time on rather than which of 60 kernels ran:
   elementwise  the rest: norms, RoPE, activations, masks, copies, optimizer arithmetic
 
     PYTHONPATH=src python bench/profile_step.py --d-model 192 --n-head 6              # the quickstart's shape
-    ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 PYTHONPATH=src python bench/profile_step.py --compile
+    ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 PYTHONPATH=src \
+        python bench/profile_step.py --compile
 """
 from __future__ import annotations
 

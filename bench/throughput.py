@@ -7,8 +7,9 @@ alike; the median over rounds is reported. "ours" is measured in fp32 and in bf1
 `train.precision = "auto"` picks on this machine (a measurement, model/device.py) is marked in the table.
 
 The first line printed names the CPU and what torch may use on it. On a CPU with AVX-512-BF16 or AMX, an AVX2-only
-CPU is emulated with `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` (bf16 then runs emulated: pass
-`--precisions fp32` to skip it).
+CPU is emulated with `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2` (the last for
+the fp32 matmuls, which go through MKL; bf16 then runs emulated: pass `--precisions fp32` to skip it), in a fresh
+`TORCHINDUCTOR_CACHE_DIR` (kernels compiled for one instruction set crashed a run on the other).
 
     PYTHONPATH=src python bench/throughput.py --d-model 192 --n-head 6       # the quickstart's shape
     PYTHONPATH=src python bench/throughput.py --seq-len 1024 --batch 4 --compile --threads 2
@@ -16,6 +17,7 @@ CPU is emulated with `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2` (bf16 th
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -76,8 +78,9 @@ def machine_line() -> str:
     except OSError:
         pass
     shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    mkl = os.environ.get("MKL_ENABLE_INSTRUCTIONS", "unlimited")
     return (f"CPU: {name}; flags {' '.join(shown) or 'none of avx2/avx512f/avx512_bf16/amx_bf16'}; torch kernels: "
-            f"{torch.backends.cpu.get_cpu_capability()}; {torch.get_num_threads()} thread(s)")
+            f"{torch.backends.cpu.get_cpu_capability()}; MKL instructions: {mkl}; {torch.get_num_threads()} thread(s)")
 
 
 def time_steps(model: torch.nn.Module, precision: str, args, steps: int) -> float:
