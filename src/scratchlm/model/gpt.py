@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from ..config import ModelConfig
-from .head_loss import head_loss
+from .head_loss import cap_logits, head_loss
 
 NORM_EPS = 1e-5
 
@@ -178,8 +178,4 @@ class GPT(nn.Module):
                        else torch.full((n,), 1.0 / n, device=h.device))
             return None, head_loss(h.reshape(n, -1), self.lm_head.weight, targets.reshape(-1), weights,
                                    self.cfg.logit_softcap)
-        logits = self.lm_head(h).float()
-        if self.cfg.logit_softcap > 0:
-            c = self.cfg.logit_softcap
-            logits = c * torch.tanh(logits / c)
-        return logits, None
+        return cap_logits(self.lm_head(h).float(), self.cfg.logit_softcap), None

@@ -22,6 +22,11 @@ import torch
 CHUNK_TOKENS = 512
 
 
+def cap_logits(logits: torch.Tensor, softcap: float) -> torch.Tensor:
+    """c * tanh(logits / c): logits bounded to (-c, c), smoothly (Gemma-2, nanochat); 0 leaves them as they are."""
+    return softcap * torch.tanh(logits / softcap) if softcap > 0 else logits
+
+
 @torch.compiler.disable  # a Python loop over chunks: a compiled model's graph ends before it, and it runs eagerly
 def head_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, token_weights: torch.Tensor,
               softcap: float = 0.0, chunk_tokens: int = CHUNK_TOKENS) -> torch.Tensor:
@@ -54,10 +59,8 @@ class _HeadLoss(torch.autograd.Function):
             for start in range(0, h.size(0), chunk_tokens):
                 end = start + chunk_tokens
                 hc, tc, wc = h[start:end].to(mm_dtype), targets[start:end, None], token_weights[start:end]
-                logits = (hc @ w.t()).float()
-                if softcap > 0:
-                    capped = torch.tanh(logits / softcap)
-                    logits = capped * softcap
+                logits = cap_logits((hc @ w.t()).float(), softcap)
+                tanh = logits / softcap if softcap > 0 else None  # kept for the cap's derivative, 1 - tanh^2
                 # log-sum-exp by hand, in the logits' own buffer: logsumexp() and then the softmax would each
                 # read and write the chunk again
                 picked = logits.gather(1, tc)
@@ -70,8 +73,8 @@ class _HeadLoss(torch.autograd.Function):
                 # d loss / d logits = weight * (softmax - onehot)
                 g = exp.mul_(wc[:, None] / sum_exp)
                 g.scatter_add_(1, tc, -wc[:, None].to(g.dtype))
-                if softcap > 0:
-                    g.mul_(1 - capped * capped)
+                if tanh is not None:
+                    g.mul_(1 - tanh * tanh)
                 g = g.to(mm_dtype)
                 if want_h:
                     grad_h[start:end] = g @ w
