@@ -6,10 +6,11 @@ short spikes. Where that file is not writable, a thread samples VmRSS every mill
 peak shorter than that, and says so).
 
 glibc keeps freed blocks below its (self-raising) mmap threshold for reuse, so the resident set of a training
-loop drifts up to ~1.4x its live tensors. While measuring, every allocation above 128 KiB gets its own mapping,
-returned to the kernel when freed: the high-water mark is then the peak of live memory, the CPU counterpart of
-CUDA's max_memory_allocated. Afterwards the thresholds are set to glibc's own ceiling (32 MiB), where its
-adaptive mode ends up anyway in a long training run.
+loop drifts up to ~1.4x its live tensors. While measuring, every allocation above 128 KiB gets its own mapping
+(the heap's free chunks that large are held meanwhile), returned to the kernel when freed: the high-water mark is
+then the peak of live memory, the CPU counterpart of CUDA's max_memory_allocated. Afterwards the thresholds are set
+to glibc's own ceiling (32 MiB), where its adaptive mode ends up anyway in a long training run. Nothing is timed
+inside the window: its fresh mappings page-fault on every large allocation (a CPU step ran ~1.6-1.9x slower).
 """
 from __future__ import annotations
 
@@ -56,6 +57,40 @@ def _mallopt(mmap_threshold: int, trim_threshold: int) -> bool:
         return False
 
 
+def _hold_free_heap_chunks() -> list[int]:
+    """Allocate (without touching) every free heap chunk of at least MEASURE_THRESHOLD and return them.
+
+    malloc serves a request from a free chunk of the heap before it considers a new mapping. Earlier work (steps at
+    the steady thresholds, a data stage's numpy arrays) leaves such chunks behind, and a large allocation of the
+    window would reuse one: its pages stay resident after it is freed, the next allocation lands in another chunk,
+    and the high-water mark adds up fragmentation (a probe's peak read 10-20% high after an earlier probe's steps).
+    Held, they leave every large allocation of the window a fresh mapping, as in a fresh process."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return []
+    libc.malloc.restype = ctypes.c_void_p
+    word = ctypes.sizeof(ctypes.c_size_t)
+    held, size = [], 1 << 30
+    while size >= MEASURE_THRESHOLD and len(held) < 100_000:
+        ptr = libc.malloc(ctypes.c_size_t(size))  # at least the threshold: a new mapping unless a free chunk fits
+        if not ptr:
+            break
+        if ctypes.c_size_t.from_address(ptr - word).value & 2:  # glibc's chunk header: IS_MMAPPED
+            libc.free(ctypes.c_void_p(ptr))
+            size //= 2
+        else:
+            held.append(ptr)
+    return held
+
+
+def _free(pointers: list[int]) -> None:
+    if pointers:
+        libc = ctypes.CDLL("libc.so.6")
+        for ptr in pointers:
+            libc.free(ctypes.c_void_p(ptr))
+
+
 def release_freed_memory() -> None:
     """Collect garbage and hand freed heap pages back to the OS (glibc), so the baseline is what is live."""
     gc.collect()
@@ -77,6 +112,7 @@ class PeakMemory:
         self._stop = threading.Event()
         self._sampled = 0
         self._thread: threading.Thread | None = None
+        self._held: list[int] = []
 
     def __enter__(self) -> "PeakMemory":
         release_freed_memory()
@@ -88,6 +124,7 @@ class PeakMemory:
             return self
         self.exact_mappings = _mallopt(MEASURE_THRESHOLD, MEASURE_THRESHOLD)
         release_freed_memory()
+        self._held = _hold_free_heap_chunks() if self.exact_mappings else []
         self.baseline = rss_bytes()
         try:
             CLEAR_REFS.write_text("5")
@@ -114,6 +151,7 @@ class PeakMemory:
 
     def __exit__(self, *exc) -> None:
         self.peak = self.read()
+        _free(self._held)
         if self.device.type != "cuda" and self.exact_mappings:
             _mallopt(STEADY_THRESHOLD, 2 * STEADY_THRESHOLD)
         self._stop.set()
