@@ -3,7 +3,8 @@
 Both models get the same parameter budget (reported), batch, sequence length, optimizer (AdamW, clipping at 1.0)
 and thread count, and run one full training step (forward, backward, clip, AdamW) per iteration on random tokens.
 Rounds alternate between the contenders so that load from other processes on a shared machine hits all of them
-alike; the median over rounds is reported. "ours" is measured in fp32 and in bf16 autocast; the precision that
+alike; the median over rounds is reported, and against the baseline the median of the ratios taken within each
+round, with their range. "ours" is measured in fp32 and in bf16 autocast; the precision that
 `train.precision = "auto"` picks on this machine (a measurement, model/device.py) is marked in the table.
 
 The first line printed names the CPU and what torch may use on it. On a CPU with AVX-512-BF16 or AMX, an AVX2-only
@@ -131,13 +132,16 @@ def main() -> None:
         for name, (model, precision) in models.items():
             results[name].append(time_steps(model, precision, args, args.steps))
         print(f"round {r + 1}: " + ", ".join(f"{n} {v[-1]:,.0f}" for n, v in results.items()), file=sys.stderr)
-    base = statistics.median(results["baseline fp32"])
-    print(f"| model | params | tokens/s (median of {args.rounds}) | vs baseline |")
+    print(f"| model | params | tokens/s (median of {args.rounds}) | vs baseline: median of the rounds' ratios "
+          "(lowest-highest) |")
     print("|---|---:|---:|---:|")
     for name, (model, _) in models.items():
-        med = statistics.median(results[name])
+        # each round's ratio is taken within the round, so a busy spell on shared cores slows both sides of it
+        ratios = [ours / base for ours, base in zip(results[name], results["baseline fp32"])]
         mark = " (auto precision)" if name.startswith(f"ours {picked}") else ""
-        print(f"| {name}{mark} | {sum(p.numel() for p in model.parameters()):,} | {med:,.0f} | {med / base:.2f}x |")
+        print(f"| {name}{mark} | {sum(p.numel() for p in model.parameters()):,} | "
+              f"{statistics.median(results[name]):,.0f} | {statistics.median(ratios):.2f}x "
+              f"({min(ratios):.2f}-{max(ratios):.2f}) |")
 
 
 if __name__ == "__main__":
