@@ -74,10 +74,8 @@ def _hold_free_heap_chunks() -> list[int]:
     held, size = [], 1 << 30
     while size >= MEASURE_THRESHOLD and len(held) < 100_000:
         ptr = libc.malloc(ctypes.c_size_t(size))  # at least the threshold: a new mapping unless a free chunk fits
-        if not ptr:
-            break
-        if ctypes.c_size_t.from_address(ptr - word).value & 2:  # glibc's chunk header: IS_MMAPPED
-            libc.free(ctypes.c_void_p(ptr))
+        if not ptr or ctypes.c_size_t.from_address(ptr - word).value & 2:  # glibc's chunk header: IS_MMAPPED
+            libc.free(ctypes.c_void_p(ptr))  # none that large is free (or, without overcommit, none can be mapped)
             size //= 2
         else:
             held.append(ptr)
