@@ -22,7 +22,8 @@ if __name__ == "__main__":
         for L, d, H, T, B, V, acc in SHAPES:
             cfg = config_from_dict({"data": {"sources": [{"name": "a", "domain": "a", "path": "x"}]},
                                     "model": {"n_layer": L, "d_model": d, "n_head": H, "seq_len": T},
-                                    "train": {"batch_size": B, "grad_accum": acc, "precision": precision}})
+                                    "train": {"batch_size": B, "grad_accum": acc, "precision": precision,
+                                              "compile": False}})  # memory is measured eager either way
             r = run_probe(cfg, V, device, precision, B, acc, False, None, seconds=1.0)
             e = estimate_memory(cfg.model, V, B, acc, precision, "adamw", device.type)
             print(f"{precision} L{L} d{d} T{T} B{B}x{acc} V{V}: estimated {e.peak / 2**20:7.1f} MiB, measured "
