@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import threading
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -49,12 +50,23 @@ MEASURE_THRESHOLD = 128 * 1024
 STEADY_THRESHOLD = 32 * 1024 * 1024
 
 
-def _mallopt(mmap_threshold: int, trim_threshold: int) -> bool:
+@lru_cache(maxsize=1)
+def _glibc() -> ctypes.CDLL | None:
+    """glibc, whose allocator the window tunes; None elsewhere (macOS, musl), where the resident set is read as is."""
     try:
         libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) and libc.mallopt(M_TRIM_THRESHOLD, trim_threshold))
-    except (OSError, AttributeError):
-        return False
+    except OSError:
+        return None
+    if not (hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim")):  # glibc's own, not in other C libraries
+        return None
+    libc.malloc.restype = ctypes.c_void_p
+    return libc
+
+
+def _mallopt(mmap_threshold: int, trim_threshold: int) -> bool:
+    libc = _glibc()
+    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)
+                                     and libc.mallopt(M_TRIM_THRESHOLD, trim_threshold))
 
 
 def _hold_free_heap_chunks() -> list[int]:
@@ -65,11 +77,9 @@ def _hold_free_heap_chunks() -> list[int]:
     window would reuse one: its pages stay resident after it is freed, the next allocation lands in another chunk,
     and the high-water mark adds up fragmentation (a probe's peak read 10-20% high after an earlier probe's steps).
     Held, they leave every large allocation of the window a fresh mapping, as in a fresh process."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
+    libc = _glibc()
+    if libc is None:
         return []
-    libc.malloc.restype = ctypes.c_void_p
     word = ctypes.sizeof(ctypes.c_size_t)
     held, size = [], 1 << 30
     while size >= MEASURE_THRESHOLD and len(held) < 100_000:
@@ -83,19 +93,15 @@ def _hold_free_heap_chunks() -> list[int]:
 
 
 def _free(pointers: list[int]) -> None:
-    if pointers:
-        libc = ctypes.CDLL("libc.so.6")
-        for ptr in pointers:
-            libc.free(ctypes.c_void_p(ptr))
+    for ptr in pointers:
+        _glibc().free(ctypes.c_void_p(ptr))
 
 
 def release_freed_memory() -> None:
     """Collect garbage and hand freed heap pages back to the OS (glibc), so the baseline is what is live."""
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    if (libc := _glibc()) is not None:
+        libc.malloc_trim(0)
 
 
 class PeakMemory:
