@@ -12,6 +12,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -109,7 +110,7 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
         build_seconds = time.perf_counter() - t_build
         model.train()
         first_losses = [_step(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step,
-                              t.grad_clip)[2][0] for _ in range(MEMORY_STEPS)]
+                              t.grad_clip).losses[0] for _ in range(MEMORY_STEPS)]
     # Timed outside the window: inside it every allocation above 128 KiB is a fresh mapping (plan/peakmem.py),
     # which made the CPU step 1.6-1.9x slower than the same step in training and the time plan that much too long.
     run = _timed_steps(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step,
@@ -169,16 +170,22 @@ def _optimizer_step(model, optimizer, scaler, device: torch.device, grad_clip: f
     return time.perf_counter() - t0
 
 
+class _Step(NamedTuple):
+    micro_times: list[float]  # seconds of each micro-batch's forward + backward
+    optimizer_seconds: float
+    losses: list[float]
+    last_x: torch.Tensor
+
+
 def _step(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str, grad_accum: int,
-          micro_per_step: int, grad_clip: float) -> tuple[list[float], float, list[float], torch.Tensor]:
-    """One optimizer step of micro_per_step micro-batches: (micro-batch seconds, optimizer seconds, losses,
-    the last input)."""
+          micro_per_step: int, grad_clip: float) -> _Step:
+    """One optimizer step of micro_per_step micro-batches."""
     micro_times, losses = [], []
     for _ in range(micro_per_step):
         seconds_micro, loss, x = _micro(model, batches, device, precision, scaler, grad_accum)
         micro_times.append(seconds_micro)
         losses.append(loss)
-    return micro_times, _optimizer_step(model, optimizer, scaler, device, grad_clip), losses, x
+    return _Step(micro_times, _optimizer_step(model, optimizer, scaler, device, grad_clip), losses, x)
 
 
 def _timed_steps(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str, grad_accum: int,
@@ -188,12 +195,11 @@ def _timed_steps(model, optimizer, scaler, batches: Batches, device: torch.devic
     losses: list[float] = []
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline or len(step_times) < min_steps:
-        micro, opt, step_losses, x = _step(model, optimizer, scaler, batches, device, precision, grad_accum,
-                                           micro_per_step, grad_clip)
-        micro_times += micro
-        step_times.append(opt)
-        losses += step_losses
-    return _Run(micro_times, step_times, losses, x)
+        step = _step(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step, grad_clip)
+        micro_times += step.micro_times
+        step_times.append(step.optimizer_seconds)
+        losses += step.losses
+    return _Run(micro_times, step_times, losses, step.last_x)
 
 
 def _measure_compile(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str,
