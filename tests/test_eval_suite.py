@@ -1,4 +1,4 @@
-"""Evaluation pieces: diversity, pass@k, the sandbox (a malicious candidate cannot write outside its temp dir),
+"""Evaluation pieces: diversity, pass@k, the HumanEval problems (their sandbox: test_eval_sandbox.py),
 JSONL tasks, and the human rating sheet (scored through stdin, out-of-range scores refused)."""
 import json
 import subprocess
@@ -11,7 +11,6 @@ from scratchlm.errors import UserError
 from scratchlm.eval.diversity import distinct_n, repeated_ngram_rate
 from scratchlm.eval.human import load_sheet, rate_sheet, save_sheet, summarize_sheet
 from scratchlm.eval.humaneval import check_program, load_problems, pass_at_k
-from scratchlm.eval.sandbox import run_program
 from scratchlm.eval.tasks import read_task, score_completion, score_multiple_choice
 from scratchlm.model.checkpoint import load_model
 from ship_fixtures import make_checkpoint
@@ -30,35 +29,10 @@ def test_pass_at_k_estimator():
     assert pass_at_k(10, 1, 10) == 1.0 and pass_at_k(10, 1, 5) == pytest.approx(0.5)
 
 
-def test_humaneval_problems_ship_offline_and_a_correct_solution_passes():
+def test_humaneval_problems_ship_offline():
     problems = load_problems()
-    assert len(problems) == 164
-    p = problems[0]  # has_close_elements
-    solution = ("    return any(abs(a - b) < threshold for i, a in enumerate(numbers)"
-                " for b in numbers[i + 1:])\n")
-    assert run_program(check_program(p, solution)).passed
-    assert not run_program(check_program(p, "    return True\n")).passed
-
-
-def test_sandbox_contains_a_malicious_candidate(tmp_path):
-    target = tmp_path / "owned.txt"
-    attacks = [f"open({str(target)!r}, 'w').write('x')",
-               f"import pathlib; pathlib.Path({str(target)!r}).write_text('x')",
-               f"import os; os.system('touch {target}')",
-               f"import subprocess; subprocess.run(['touch', {str(target)!r}])",
-               f"import os; fd = os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT); os.write(fd, b'x')",
-               f"import shutil; shutil.copyfile(__file__, {str(target)!r})",
-               "import ctypes",
-               "import socket; socket.create_connection(('127.0.0.1', 9))"]
-    for attack in attacks:
-        result = run_program(attack, timeout_s=10)
-        assert not result.passed, attack
-        assert "PermissionError" in result.output or "sandbox" in result.output, (attack, result.output)
-    assert not target.exists()
-    # Inside its own directory a candidate may write, and the directory is gone afterwards.
-    assert run_program("open('scratch.txt', 'w').write('ok'); print(open('scratch.txt').read())").passed
-    assert run_program("while True: pass", timeout_s=1).status == "timeout"
-    assert not run_program("x = bytearray(1 << 31)", memory_mb=256).passed
+    assert len(problems) == 164 and problems[0]["entry_point"] == "has_close_elements"
+    assert check_program(problems[0], "    return True\n").endswith("check(has_close_elements)\n")
 
 
 @pytest.fixture(scope="module")

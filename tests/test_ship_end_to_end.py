@@ -4,6 +4,7 @@ export to transformers with matching logits; an int8 export evaluated like its c
 tokenizer) is refused."""
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -11,18 +12,22 @@ import pytest
 import torch
 
 from scratchlm.cli import main
+from scratchlm.eval.sandbox import Isolation, detect
 from scratchlm.eval.store import evals_dir
 from scratchlm.ids import read_json
 from scratchlm.model.checkpoint import list_checkpoints, load_model
 from scratchlm.stages import load_config, plan_artifacts, run_all
 from ship_fixtures import make_checkpoint
 
-EXTRA = """
+# HumanEval runs model-written code only in the OS sandbox; a machine without one tests the rest (CI has one).
+SANDBOX = isinstance(detect(), Isolation) or os.environ.get("SCRATCHLM_REQUIRE_SANDBOX") == "1"
+EXTRA = f"""
 [eval]
 max_batches = 2
 max_new_tokens = 8
 [eval.suite]
 diversity_samples = 2
+humaneval = "{'auto' if SANDBOX else 'off'}"
 humaneval_problems = 2
 humaneval_samples = 2
 humaneval_max_new_tokens = 12
@@ -66,8 +71,10 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     assert main(["eval", "-c", str(cfg.path), "--checkpoint", str(base)]) == 0
     result = read_json(evals_dir(base) / "eval.json")
     assert set(result["domains"]) == {"code", "docs", "web"}
-    assert result["humaneval"]["problems"] == 2 and result["humaneval"]["pass@1"] is not None
-    assert result["humaneval"]["pass@10"] is None  # 2 samples cannot estimate pass@10
+    if SANDBOX:
+        assert result["humaneval"]["problems"] == 2 and result["humaneval"]["pass@1"] is not None
+        assert result["humaneval"]["pass@10"] is None  # 2 samples cannot estimate pass@10
+        assert result["humaneval"]["isolation"] == "bubblewrap"
     assert result["tasks"]["mc"]["items"] == 1 and result["diversity"]["generations"] > 0
 
     r = cli(monkeypatch, capsys, "eval", "human", "-c", cfg.path, "--checkpoint", base, "--n", 2)
@@ -76,7 +83,8 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     r = cli(monkeypatch, capsys, "eval", "rate", sheet, stdin="5\n4\n3\n2\n1\n2\n3\n4\n")
     assert r.returncode == 0, r.stderr
     report = (evals_dir(base) / "report.md").read_text()
-    assert "Human ratings" in report and "fluent 3.0000 (2/2)" in report and "HumanEval" in report
+    assert "Human ratings" in report and "fluent 3.0000 (2/2)" in report
+    assert not SANDBOX or "HumanEval" in report and "Model-written code ran in: bubblewrap" in report
     assert ": distinct-2: distinct-2 over" in report  # the suite's verdicts, not only its numbers
     assert main(["report", "-c", str(cfg.path), "--force"]) == 0
     assert "Human ratings" in (cfg.workdir / "report.md").read_text()

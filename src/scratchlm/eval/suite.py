@@ -15,6 +15,7 @@ from ..pipeline import Artifact, require
 from ..progress import log
 from .diversity import diversity_metrics, verdict_lines
 from .humaneval import run_humaneval
+from .sandbox import require_isolation
 from .report import write_checkpoint_report
 from .scoring import score_checkpoint
 from .store import EVAL_FILE, check_same_tokenizer, checkpoint_id, evals_dir
@@ -41,6 +42,8 @@ def sample_generations(model, tokenizer, prompts: list[str], cfg: Config) -> lis
 def evaluate_suite(cfg: Config, art: dict[str, Artifact], checkpoint: Path, device=None) -> dict:
     """device: where to evaluate (default: the config's training device; the eval watcher passes its own)."""
     checkpoint = Path(checkpoint).resolve()
+    # Refused before the model is even loaded: no sandbox, no model-written code (unless asked for, unsafely).
+    isolation = require_isolation(cfg.eval.suite.unsafe_run_code_unsandboxed) if wants_humaneval(cfg) else None
     shards = require(art, "shards").dir
     check_same_tokenizer(checkpoint, require(art, "tokenizer").dir / "tokenizer.json")
     log(f"eval: checkpoint {checkpoint} (id {checkpoint_id(checkpoint)})")
@@ -55,7 +58,8 @@ def evaluate_suite(cfg: Config, art: dict[str, Artifact], checkpoint: Path, devi
         result["humaneval"] = run_humaneval(
             model, tokenizer, problems=e.suite.humaneval_problems, samples=e.suite.humaneval_samples,
             max_new_tokens=e.suite.humaneval_max_new_tokens, temperature=e.suite.humaneval_temperature,
-            timeout_s=e.suite.sandbox_timeout_s, memory_mb=e.suite.sandbox_memory_mb, seed=cfg.train.seed)
+            timeout_s=e.suite.sandbox_timeout_s, memory_mb=e.suite.sandbox_memory_mb, seed=cfg.train.seed,
+            isolation=isolation)
     out = evals_dir(checkpoint)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / EVAL_FILE, result)

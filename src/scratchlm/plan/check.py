@@ -58,6 +58,24 @@ def _contamination_verdict(art: dict[str, Artifact]) -> Verdict:
     return Verdict(name, result["verdict"], summary, {"eval_sets": sets, "report": result["report"]})
 
 
+def _sandbox_verdict(cfg: Config) -> Verdict:
+    """Where `eval --checkpoint` would run model-written code (HumanEval): the OS sandbox, or why not."""
+    from ..eval.sandbox import Isolation, detect, unsandboxed
+    from ..eval.suite import wants_humaneval
+
+    name = "model-written code sandboxed"
+    if not wants_humaneval(cfg):
+        return Verdict(name, "ok", "no model-written code is run (HumanEval is off: eval.suite.humaneval = "
+                       f"\"{cfg.eval.suite.humaneval}\", and \"auto\" runs it only for a code domain)", {})
+    found = detect()
+    if isinstance(found, Isolation):
+        return Verdict(name, "ok", found.summary, {"isolation": found.kind})
+    if cfg.eval.suite.unsafe_run_code_unsandboxed:
+        return Verdict(name, "warning", f"{unsandboxed().summary}, because {found}", {"isolation": "unsandboxed"})
+    return Verdict(name, "warning", f"HumanEval (`eval --checkpoint`) will refuse to run: {found}",
+                   {"isolation": None, "reason": found})
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -179,6 +197,7 @@ def run_checklist(cfg: Config, art: dict[str, Artifact], plan: dict, resume: Ver
                        f"{every}, keep the last {t.keep_last}"
                        + ("" if level == "ok" else ": a crash loses the whole run or leaves no fallback checkpoint"),
                        {"checkpoint_every": t.checkpoint_every, "keep_last": t.keep_last, "max_steps": t.max_steps}))
+    out.append(_sandbox_verdict(cfg))
     out.append(Verdict("gradient clipping on", "ok" if t.grad_clip > 0 else "warning",
                        f"grad_clip = {t.grad_clip}" + ("" if t.grad_clip > 0 else
                                                        ": one bad batch can blow up the weights"), {}))
