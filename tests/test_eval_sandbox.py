@@ -400,3 +400,17 @@ def test_the_suite_refuses_before_loading_the_model(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox, "detect", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
     with pytest.raises(UserError, match="refusing to run model-written code"):
         evaluate_suite(_config("code"), {}, tmp_path / "no-checkpoint-needed")
+
+
+@needs_sandbox
+def test_the_probe_accepts_an_evaluator_started_in_tmp(monkeypatch, tmp_path):
+    """/tmp exists inside the sandbox (its own): an evaluator started there is no leak; a folder under it is."""
+    sandbox.detect.cache_clear()
+    try:
+        monkeypatch.chdir("/tmp")
+        assert isinstance(sandbox.detect(), Isolation), sandbox.detect()
+        monkeypatch.chdir(tmp_path)
+        assert repr(str(tmp_path)) in sandbox._probe_source()  # checked: the host's folder must not be seen
+        assert isinstance(sandbox.detect.__wrapped__(), Isolation)
+    finally:
+        sandbox.detect.cache_clear()

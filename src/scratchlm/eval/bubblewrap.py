@@ -27,6 +27,7 @@ NOBODY = 65534
 SANDBOX_DIR = "/sandbox"  # the candidate's file, read-only
 CANDIDATE = f"{SANDBOX_DIR}/candidate.py"
 WORK_DIR = "/tmp"  # the only writable place
+OWN_PATHS = ("/", WORK_DIR, SANDBOX_DIR, "/dev", "/proc", "/etc")  # made for the sandbox, not the host's
 ENV = {"PATH": "/usr/bin:/bin", "HOME": WORK_DIR, "TMPDIR": WORK_DIR, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
        "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 

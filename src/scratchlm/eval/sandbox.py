@@ -88,10 +88,11 @@ def _summary(bw: Bubblewrap, limits: Limits = Limits()) -> str:
 def _probe_source() -> str:
     """A program that prints "sandbox ok" only where the view is as built: uid nobody, and none of the host's
     secrets, home directory entries or working directory visible."""
-    shown = [Path("/usr"), *bubblewrap.interpreter_paths()]
+    bound = [Path("/usr"), *bubblewrap.interpreter_paths()]  # the host's own files, read-only
+    own = [Path(p) for p in bubblewrap.OWN_PATHS]  # the sandbox's own folders, under the host's names
 
     def visible_by_design(p: Path) -> bool:
-        return any(p == s or s.is_relative_to(p) or p.is_relative_to(s) for s in shown)
+        return p in own or any(s.is_relative_to(p) or p.is_relative_to(s) for s in bound)
 
     home = Path.home()
     host = [Path("/etc/passwd"), Path("/etc/shadow"), Path("/home"), Path.cwd(),
@@ -115,6 +116,8 @@ def detect() -> Isolation | str:
     last = (result.output.strip().splitlines() or [f"exit status {result.returncode}, no output"])[-1]
     if result.passed and last == "sandbox ok":
         return Isolation("bubblewrap", _summary(bw), bw)
+    if result.passed:  # it ran, but not in the view it was built to have: a bug, not a setting
+        return f"bubblewrap {bw.version} made a sandbox that does not hold here ({last.strip()[:200]})"
     return f"bubblewrap {bw.version} could not make the sandbox here ({last.strip()[:200]}): {ENABLE_HINT}"
 
 
