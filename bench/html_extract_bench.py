@@ -6,6 +6,8 @@ A third of the pages use semantic HTML5 tags (<nav>, <article>, <footer>), a thi
 telling class/id names ("menu", "footer"), a third <div>s with meaningless generated class names (as CSS
 modules emit), where only text-density heuristics can tell content from boilerplate. The cookie banner
 and breadcrumbs keep telling names on every page. Measured per extractor, in one run, same pages:
+The resiliparse rows are the reader's modes: extract_main_text is html_extract = "main" (resiliparse's
+main-content heuristic), "auto" the default (data/clean/html_chrome.py drops the chrome the markup names).
   docs/s          pages extracted per second (single process)
   article kept    share of article characters whose paragraph appears intact in the output
   boilerplate rm  share of boilerplate snippets that do not appear in the output
@@ -105,17 +107,26 @@ def main() -> None:
     args = ap.parse_args()
 
     import trafilatura
+    from resiliparse.extract.html2text import extract_plain_text
 
     from scratchlm.data.clean.boilerplate import strip_boilerplate_lines
-    from scratchlm.data.clean.html import extract_main_text
+    from scratchlm.data.clean.html import extract_html, extract_main_text
 
     rng = random.Random(args.seed)
     kinds = [MARKUP[i % len(MARKUP)] for i in range(args.pages)]
     pages = [make_page(rng, kind) for kind in kinds]
     extractors = {
+        # resiliparse's main-content extraction alone: what the reader ran before it counted its losses (issue 37),
+        # but for the fencing of <pre> blocks
+        "resiliparse main_content, raw": lambda h: extract_plain_text(h, main_content=True, alt_texts=False,
+                                                                      form_fields=False, noscript=False,
+                                                                      comments=False, links=False),
         "resiliparse (extract_main_text)": extract_main_text,
         # what the prepare stage does: extraction, then the line rules of boilerplate.py
         "resiliparse + strip_boilerplate": lambda h: strip_boilerplate_lines(extract_main_text(h))[0],
+        # html_extract = "auto", the reader's default: the body without the chrome its markup names
+        "auto (extract_html)": lambda h: extract_html(h, "auto").text,
+        "auto + strip_boilerplate": lambda h: strip_boilerplate_lines(extract_html(h, "auto").text)[0],
         "trafilatura.extract (default)": lambda h: trafilatura.extract(h, include_comments=False) or "",
         "trafilatura.extract (fast=True)": lambda h: trafilatura.extract(h, include_comments=False, fast=True) or "",
     }

@@ -21,6 +21,7 @@ from .errors import UserError
 from .ids import FILE_NAME
 
 FORMATS = ("text", "jsonl", "parquet", "html")
+HTML_EXTRACT = ("auto", "main", "full")  # SourceConfig.html_extract: how an HTML page is read (data/clean/html.py)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class SourceConfig:
     domain: str = file_name()
     path: str  # file, folder or glob, relative to the config file
     format: str | None = None  # text | jsonl | parquet | html; inferred from the extension when absent
+    html_extract: str = "auto"  # auto | main | full: how HTML pages are read; auto keeps the body without nav, headers, footers, banners and tables of contents, main is resiliparse's main content (crawled articles), full every visible element
     text_field: str = "text"
     weight: float = bounded(1.0, gt=0)  # share of training tokens (normalized over sources)
     languages: list[str] | None = None  # overrides data.languages for this source
@@ -133,6 +135,7 @@ class DataConfig:
     min_paragraph_words: int = bounded(10, ge=1)  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
     paragraph_min_docs: int = bounded(25, ge=2)  # a paragraph is cut as a duplicate when this many documents hold it (2: every copy)
     token_sample_chars: int = bounded(2_000_000, ge=1)  # sample for the tokens/char estimate before the tokenizer exists
+    html_loss_ledger: float = bounded(0.2, ge=0, le=1)  # an HTML page whose extraction drops more than this share of its text gets each dropped element in the ledger (every drop is counted in the stats)
     quality: QualityOverrides = field(default_factory=QualityOverrides)
     # per-language overrides of stop words and thresholds for every source: [data.language_rules.de] stop_words = [...]
     language_rules: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -508,6 +511,8 @@ def validate(cfg: Config, where: str) -> None:
     for s in d.sources:
         _check(s.format is None or s.format in FORMATS, where,
                f"source `{s.name}`: format must be one of {', '.join(FORMATS)}, got `{s.format}`")
+        _check(s.html_extract in HTML_EXTRACT, where,
+               f"source `{s.name}`: html_extract must be one of {', '.join(HTML_EXTRACT)}, got `{s.html_extract}`")
     for step in d.skip:
         close = difflib.get_close_matches(step, PREPARE_STEPS, n=1)
         _check(step in PREPARE_STEPS, where, f"`data.skip`: unknown step `{step}`"

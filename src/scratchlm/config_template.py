@@ -64,7 +64,8 @@ def render_config(sources: list[dict], overrides: dict[str, dict] | None = None)
     src_comments = _comments(C.SourceConfig)
     lines += ["# One table per source. name, domain and path are required. Also per source: languages, profile,",
               '# skip_rules = ["repeated_line"] (switch ledger rules off for this source; `scratchlm data audit`',
-              "# measures which ones are wrong), and [data.sources.language_rules.<lang>] like the table above."]
+              "# measures which ones are wrong), and [data.sources.language_rules.<lang>] like the table above.",
+              f"# html_extract = \"auto\"  # {src_comments['html_extract']}"]
     for s in sources:
         lines.append("[[data.sources]]")
         for key, value in s.items():

@@ -6,6 +6,7 @@ from collections import Counter
 
 from ..config import Config
 from .clean.promo import MARKETING_LEVEL
+from .html_losses import RULE_PREFIX, html_line, html_summary
 from .step_runner import StepRunner
 
 READ_RULES = {"binary", "not_utf8", "unreadable", "malformed_json", "missing_text_field", "line_too_long",
@@ -86,6 +87,8 @@ def summarize(run: StepRunner, cfg: Config, profile: dict[str, str], tokens: dic
             "ledger_records": dict(ledger_counts.get(src.name, {})),
             "steps": table,
         }
+        if html := html_summary(read, src.html_extract, cfg.data.html_loss_ledger):
+            sources[src.name]["html"] = html
         dom = domains.setdefault(src.domain, {"sources": [], "steps": {}})
         dom["sources"].append(src.name)
         for step, st in table.items():
@@ -112,6 +115,9 @@ _LANGUAGE_RULES = ("language", "language_paragraph")
 def _fix(rule: str, name: str, profile: str, found: str, keeps: list[str]) -> str:
     """The config change that stops `rule` from eating source `name`, in the user's words."""
     off = f'or switch the rule off for this source: `skip_rules = ["{rule}"]` in its [[data.sources]] entry'
+    if rule.startswith(RULE_PREFIX):
+        return (f"the HTML reader left these elements of the pages out (`scratchlm data rejected --source {name} "
+                f"--rule {rule}`); if they are body text, set `html_extract = \"full\"` on the source")
     if rule in ("exact_duplicate", "near_duplicate", "contained_duplicate", "paragraph_duplicate"):
         return ("the source repeats itself and one copy of each text is kept; check that the copies are not "
                 f"distinct on purpose (`scratchlm data rejected --rule {rule}`)")
@@ -141,7 +147,8 @@ def _damage_warnings(name: str, src: dict) -> list[str]:
 
 
 def reading_notes(manifest: dict) -> list[str]:
-    """One line per source whose files needed decoding other than UTF-8 or had characters repaired."""
+    """One line per source whose files needed decoding other than UTF-8 or had characters repaired, and one per
+    source of HTML pages: their text against what was extracted."""
     out = []
     for name, src in manifest["sources"].items():
         notes = src["steps"].get("read", {}).get("notes", {})
@@ -151,6 +158,8 @@ def reading_notes(manifest: dict) -> list[str]:
                   for kind, n in sorted(notes.get("repaired_docs", {}).items())]
         if parts:
             out.append(f"source `{name}`: " + "; ".join(parts))
+        if "html" in src:
+            out.append(html_line(name, src["html"]))
     return out
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from ..errors import UserError
 from .jsonl import read_jsonl
 from .prepare_stats import READ_RULES
-from .readers import READ_NOTES, Rejected
+from .html_losses import count_losses
+from .readers import EXTRACTION, READ_NOTES, Rejected
 from .short_docs import too_short
 from .step import Corpus, DocumentStep
 from .step_context import StepContext
@@ -22,11 +23,12 @@ class ReadSettings:
     normalization: str
     min_chars: int
     max_chars: int  # also keeps a huge file from being read at all (step_worker.py)
+    html_loss_ledger: float  # an HTML page that lost more of its text has its drops in the ledger
 
     @classmethod
     def of(cls, corpus: Corpus, unit: Unit) -> ReadSettings:
         d = corpus.data
-        return cls(d.normalization, d.min_chars, d.max_chars)
+        return cls(d.normalization, d.min_chars, d.max_chars, d.html_loss_ledger)
 
 
 def read_doc(item: dict | Rejected, ctx: StepContext) -> dict | None:
@@ -35,6 +37,8 @@ def read_doc(item: dict | Rejected, ctx: StepContext) -> dict | None:
         ctx.drop(item.id, item.rule, item.detail)
         return None
     _note_reading(item.pop(READ_NOTES, {}), ctx)
+    if (extraction := item.pop(EXTRACTION, None)) is not None:
+        count_losses(item["id"], extraction, ctx, s.html_loss_ledger)
     text = unicodedata.normalize(s.normalization, item["text"]).strip()
     doc = {**item, "text": text, "source": ctx.unit.source, "domain": ctx.unit.domain, "chars_read": len(text)}
     if too_short(doc, ctx, s.min_chars):

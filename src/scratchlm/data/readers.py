@@ -14,14 +14,16 @@ import gzip
 import io
 import json
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import zstandard
 
 from ..config import SourceConfig
 from ..errors import UserError
 from .compressed import open_binary
+from .html_losses import RULE_PREFIX
 from .rejected import Rejected
 from .text_encoding import (NUL_OR_SURROGATE_ESCAPE, Recoded, decode_file, decode_line, repaired, strip_nuls,
                             wide_encoding)
@@ -30,6 +32,7 @@ MAX_LINE_BYTES = 10 * 1024 * 1024  # a longer JSONL line is almost always a dump
 MAX_BYTES_PER_CHAR = 4  # UTF-8, UTF-16 and UTF-32 never spend more: a file over 4 × max_chars bytes is too long
 HTML_MARKUP_FACTOR = 10  # a page's markup, scripts and styles are dropped, so its raw size may be 10× its text
 READ_NOTES = "_read_notes"  # on a document: {"encoding": ..., "nul_stripped": chars, "lone_surrogate": chars}
+EXTRACTION = "_extraction"  # on a document read from HTML: its Extraction (the page's text, what was dropped)
 _EXT_FORMAT = {".txt": "text", ".md": "text", ".rst": "text", ".py": "text", ".jsonl": "jsonl", ".json": "jsonl",
                ".ndjson": "jsonl", ".parquet": "parquet", ".html": "html", ".htm": "html"}
 
@@ -134,13 +137,41 @@ def read_text_file(path: Path, doc_id: str, max_bytes: int = 0) -> Iterator[dict
     yield _document(doc_id, strip_nuls(text, notes), notes)
 
 
-def read_html_file(path: Path, doc_id: str, max_bytes: int = 0) -> Iterator[dict | Rejected]:
-    from .clean.html import extract_main_text  # main content only: nav, footers, banners dropped
+@dataclass(frozen=True)
+class HtmlReading:
+    """How a source's HTML pages are read (data/clean/html.py)."""
+    mode: str = "auto"  # SourceConfig.html_extract
+    keep: frozenset[str] = frozenset()  # the chrome its skip_rules switched off: "html_toc" keeps tables of contents
+
+    @classmethod
+    def of(cls, mode: str, skip_rules: Iterable[str]) -> HtmlReading:
+        return cls(mode, frozenset(r.removeprefix(RULE_PREFIX) for r in skip_rules if r.startswith(RULE_PREFIX)))
+
+
+def read_html_file(path: Path, doc_id: str, max_bytes: int = 0,
+                   html: HtmlReading = HtmlReading()) -> Iterator[dict | Rejected]:
+    """One document: the page's text as the source reads HTML, with the account of what it left out under
+    EXTRACTION for the read step (data/html_losses.py)."""
+    from resiliparse.parse.html import HTMLParserException
+
+    from .clean.html import extract_html
 
     for item in read_text_file(path, doc_id, max_bytes * HTML_MARKUP_FACTOR):
         if isinstance(item, dict):
-            item = {**item, "text": extract_main_text(item["text"])}
+            try:
+                extraction = extract_html(item["text"], html.mode, html.keep)
+            except (HTMLParserException, RecursionError, ValueError) as e:
+                yield Rejected(doc_id, "unreadable", f"{path.name}: not parsable as HTML: {e}")
+                continue
+            item = {**item, "text": extraction.text, EXTRACTION: extraction}
         yield item
+
+
+def read_size(item: dict) -> tuple[int, int] | None:
+    """The characters and bytes of what a reader turned into the document's text: an HTML page's whole text, so
+    that what its extraction dropped counts as a loss of the read step. None where the text is what was read."""
+    extraction = item.get(EXTRACTION)
+    return None if extraction is None else (extraction.page_chars, extraction.page_bytes)
 
 
 def _jsonl_reader(path: Path, start: int):
@@ -250,10 +281,11 @@ def read_parquet_file(path: Path, doc_id: str, text_field: str) -> Iterator[dict
 
 
 def read_file(path: Path, doc_id: str, fmt: str, text_field: str, start: int = 0, end: int = -1,
-              first_line: int = 1, max_chars: int = 0) -> Iterator[dict | Rejected]:
+              first_line: int = 1, max_chars: int = 0, html: HtmlReading = HtmlReading()) -> Iterator[dict | Rejected]:
     """The documents of one file (or of a byte range of a plain JSONL file). A whole file that gives nothing at
     all (only blank lines) gives an `empty_file` record: every non-empty input leaves a trace in the ledger.
-    `max_chars` (0: no bound) lets a text or HTML file that is certainly too long go unread."""
+    `max_chars` (0: no bound) lets a text or HTML file that is certainly too long go unread; `html` is how an HTML
+    page is read."""
     try:
         size = path.stat().st_size
     except OSError as e:
@@ -262,7 +294,8 @@ def read_file(path: Path, doc_id: str, fmt: str, text_field: str, start: int = 0
     if size == 0:
         yield Rejected(doc_id, "empty_file", "file is empty")
         return
-    items = _read_format(path, doc_id, fmt, text_field, start, end, first_line, MAX_BYTES_PER_CHAR * max_chars)
+    items = _read_format(path, doc_id, fmt, text_field, start, end, first_line, MAX_BYTES_PER_CHAR * max_chars,
+                         html)
     found = False
     for item in items:
         found = True
@@ -272,7 +305,7 @@ def read_file(path: Path, doc_id: str, fmt: str, text_field: str, start: int = 0
 
 
 def _read_format(path: Path, doc_id: str, fmt: str, text_field: str, start: int, end: int, first_line: int,
-                 max_bytes: int) -> Iterator[dict | Rejected]:
+                 max_bytes: int, html: HtmlReading) -> Iterator[dict | Rejected]:
     if fmt == SKIP:
         yield Rejected(doc_id, "not_a_document", f"{path.suffix} files are styles, scripts, images or archives, "
                        "not documents; set the source's `format` to read them anyway")
@@ -281,7 +314,7 @@ def _read_format(path: Path, doc_id: str, fmt: str, text_field: str, start: int,
     elif fmt == "parquet":
         yield from read_parquet_file(path, doc_id, text_field)
     elif fmt == "html":
-        yield from read_html_file(path, doc_id, max_bytes)
+        yield from read_html_file(path, doc_id, max_bytes, html)
     else:
         yield from read_text_file(path, doc_id, max_bytes)
 
@@ -295,7 +328,7 @@ def iter_source(src: SourceConfig, base: Path, max_chars: int = 0) -> Iterator[d
     for path in files:
         rel = path.relative_to(root).as_posix() if root else path.name
         for item in read_file(path, f"{src.name}/{rel}", file_format(src, path), src.text_field,
-                              max_chars=max_chars):
+                              max_chars=max_chars, html=HtmlReading.of(src.html_extract, src.skip_rules)):
             if isinstance(item, dict):
                 item["source"], item["domain"] = src.name, src.domain
             yield item

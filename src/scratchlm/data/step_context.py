@@ -64,14 +64,18 @@ class StepContext:
                            text=text, score=score)
 
     def removed(self, doc_id: str, rule: str, pieces: list[str], level: str, detail: str = "",
-                original: str | None = None) -> None:
+                original: str | None = None, record: bool = True) -> None:
         """Record the lines or paragraphs a step cut out of a kept document; with the `original` text, each
-        record also gets the piece's neighbouring lines (what an auditor needs to judge the cut)."""
+        record also gets the piece's neighbouring lines (what an auditor needs to judge the cut). Without
+        `record`, the pieces are counted in the stats only (the page chrome an HTML page loses, below the
+        threshold of data/html_losses.py)."""
         if not pieces:
             return
         entry = self.stats["removed"][rule]
         entry[0] += len(pieces)
         entry[1] += sum(len(p) for p in pieces)
+        if not record:
+            return
         contexts = piece_contexts(original, pieces) if original is not None else [""] * len(pieces)
         for piece, around in zip(pieces, contexts):
             self.ledger.reject(source=self.unit.source, doc_id=doc_id, stage=self.step, rule=rule, detail=detail,

@@ -12,6 +12,7 @@ import zstandard
 from ..ids import write_json
 from .jsonl import ShardWriter, read_jsonl
 from .ledger import Ledger
+from .readers import HtmlReading, read_size
 from .step_cache import filling
 from .step_context import StepContext, text_size
 from .units import Unit
@@ -42,7 +43,7 @@ def _input(task: LocalTask) -> Iterator[Any]:
     max_chars = getattr(task.settings, "max_chars", 0)  # the reading step's bound: a huge file is not read
     for f in task.unit.files:
         yield from read_file(Path(f.path), f.doc_id, f.format, task.unit.text_field, f.start, f.end, f.first_line,
-                             max_chars)
+                             max_chars, HtmlReading.of(task.unit.html_extract, task.unit.skip_rules))
 
 
 def _input_bytes(task: LocalTask) -> int | None:
@@ -65,7 +66,7 @@ def _run_into(task: LocalTask, tmp: Path) -> dict:
     for item in _input(task):
         st["docs_in"] += 1
         if isinstance(item, dict):
-            chars, nbytes = text_size(item["text"])
+            chars, nbytes = read_size(item) or text_size(item["text"])  # an HTML page: its text before extraction
             st["chars_in"] += chars
             st["bytes_in"] += nbytes
         doc = task.fn(item, ctx)

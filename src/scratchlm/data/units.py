@@ -39,6 +39,7 @@ class Unit:
     key: str  # content ID of the bytes read and the reader settings
     bytes: int
     skip_rules: tuple[str, ...] = ()  # rules the source switched off (SourceConfig.skip_rules)
+    html_extract: str = "auto"  # how its HTML pages are read (SourceConfig.html_extract)
 
     @property
     def name(self) -> str:
@@ -109,12 +110,13 @@ def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_byt
         sizes[-1] += size
     # the profile decides which files of a folder are read (assets are skipped unless the source is code)
     reader = {"name": src.name, "domain": src.domain, "format": src.format, "text_field": src.text_field,
-              "profile": src.filter_profile}
+              "profile": src.filter_profile, "html_extract": src.html_extract}
     units = []
     for files_, size in zip(groups, sizes):
         if not files_:
             continue
         read = [(f.doc_id, digests.digest(Path(f.path)), f.start, f.end) for f in files_]
         units.append(Unit(src.name, src.domain, src.text_field, len(units), tuple(files_),
-                          content_id("unit", reader, read), size, tuple(sorted(src.skip_rules))))
+                          content_id("unit", reader, read), size, tuple(sorted(src.skip_rules)),
+                          src.html_extract))
     return units

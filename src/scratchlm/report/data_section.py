@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..data.html_losses import html_line
 from ..data.token_estimate import size_verdict
 from .markers_section import markers_lines
 
@@ -196,6 +197,9 @@ def data_section(data: dict, shards: dict | None, n_params: int | None, table,
 
             md += [describe(name, s["profile_choice"]).removeprefix(f"source `{name}`: ").capitalize() + ".", ""]
         md.append(table(header, _step_rows(s["steps"], order, tokens["sources"][name])))
+        if "html" in s:  # the read step's chars in are the pages' text: what extraction dropped is its first loss
+            line = html_line(name, s["html"]).removeprefix(f"source `{name}`: ")
+            md += ["", line[:1].upper() + line[1:] + "."]
         kept_share = s["train"]["chars"] / s["chars_in"] if s["chars_in"] else 0
         langs = ", ".join(f"{k} {v}" for k, v in sorted(s["languages"].items(), key=lambda kv: -kv[1])) or \
             "not identified (code source or step skipped)"
