@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..config import DataConfig, SourceConfig
 from .clean.langid import UNDETERMINED, close_relative, detect_language, unit_languages
+from .clean.outline import emptied_heads
 from .clean.structure import parse, without
 from .short_docs import too_short
 from .step import Corpus, DocumentStep
@@ -66,16 +67,31 @@ def language_doc(doc: dict, ctx: StepContext) -> dict | None:
             ctx.drop(doc["id"], "language", why, doc["text"], round(prob, 4))
             return None
         if foreign and not ctx.skips("language_paragraph"):
-            cut = {i for u in foreign for i in u.lines}
-            pieces = ["\n".join(lines[i].text for i in u.lines) for u in foreign]
-            original = doc["text"]
-            doc["text"] = without(lines, cut)
-            ctx.removed(doc["id"], "language_paragraph", pieces, "paragraph",
-                        f"{', '.join(sorted({u.lang for u in foreign}))} in a source that keeps {list(keep_langs)}",
-                        original)
+            _cut_foreign_units(doc, ctx, lines, foreign, keep_langs)
     doc["lang"] = _document_language(lang, chars, keep_langs)
     ctx.note("language_out", doc["lang"])
     return None if too_short(doc, ctx, s.min_chars) else doc
+
+
+def _cut_foreign_units(doc: dict, ctx: StepContext, lines: list, foreign: list, keep_langs: tuple[str, ...]) -> None:
+    """Cut the foreign units, and with them each head (an option line, a term, a heading) they leave with nothing
+    under it: an option and its description, a heading and its section, go together (clean/outline.py). A head
+    that went is recorded with everything it governed, as one piece; every other unit as a piece of its own."""
+    cut = {i for u in foreign for i in u.lines}
+    gone = emptied_heads(lines, cut)
+    governed = {i for head in gone for i in head.span}
+    alone = [[i for i in u.lines if i not in governed] for u in foreign]
+    original = doc["text"]
+    doc["text"] = without(lines, cut | governed)
+    why = f"{', '.join(sorted({u.lang for u in foreign}))} in a source that keeps {list(keep_langs)}"
+    ctx.removed(doc["id"], "language_paragraph", [_piece(lines, ix) for ix in alone if ix], "paragraph", why,
+                original)
+    ctx.removed(doc["id"], "language_paragraph", [_piece(lines, head.span) for head in gone], "paragraph",
+                f"{why}, with the heading or option line it left with nothing under it", original)
+
+
+def _piece(lines: list, indices) -> str:
+    return "\n".join(lines[i].text for i in indices)
 
 
 def _document_language(detected: str, chars: dict[str, int], keep_langs: tuple[str, ...]) -> str:

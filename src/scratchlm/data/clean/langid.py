@@ -106,16 +106,16 @@ class UnitLanguage:
 
 
 def unit_languages(text: str, min_chars: int = 100, lines=None) -> list[UnitLanguage]:
-    """The language of each prose unit of the document (structure.parse: a wrapped paragraph, or one block
-    element of HTML-extracted text, where blocks are separated by single newlines). Code, tables and options
-    carry no language and are left out. Units shorter than min_chars get near-random labels alone, so they are
-    judged together, as one pooled unit that is never cut. `lines` is structure.parse(text), when the caller has
-    it already."""
-    from .structure import LANGUAGE_FREE, parse, units
+    """The language of each prose unit of the document (structure.paragraph_units: a hard-wrapped paragraph, or
+    one block element of HTML-extracted text, where blocks are separated by single newlines). Code, tables and
+    options carry no language and are left out. Units shorter than min_chars get near-random labels alone, so they
+    are judged together, as one pooled unit that is never cut. `lines` is structure.parse(text), when the caller
+    has it already."""
+    from .structure import LANGUAGE_FREE, paragraph_units, parse
 
     lines = lines if lines is not None else parse(text)
     out, short = [], []
-    for indices in units(lines):
+    for indices in paragraph_units(lines):
         if lines[indices[0]].kind in LANGUAGE_FREE:
             continue
         chunk = " ".join(lines[i].text.strip() for i in indices)

@@ -7,7 +7,8 @@ paragraph is one sentence over several lines, and an indented example is code. T
 module so that they
 - never cut a structural line (heading, option, table row, code) because it recurs or lacks punctuation,
 - cut a wrapped paragraph whole or not at all (a cut inside it would leave half a sentence behind),
-- read the language of prose units only (code, tables and options carry no language).
+- read the language of prose units only (code, tables and options carry no language), a hard-wrapped paragraph
+  as a whole (paragraph_units); what an option or a heading governs is in outline.py.
 
 parse() is a handful of regular expressions per line; it needs no model and no corpus statistics.
 """
@@ -28,9 +29,9 @@ LANGUAGE_FREE = frozenset({OPTION, TABLE, CODE})  # never judged or cut by the l
 SENTENCE_END = tuple(".!?…。！？।॥؟۔։።။") + tuple("\"'”’»)")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
-_UNDERLINE = re.compile(r"^\s*([=\-~^\"*+#])\1{2,}\s*$")
-_NUMBERED_HEADING = re.compile(r"^\s*(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
+MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+UNDERLINE = re.compile(r"^\s*([=\-~^\"*+#])\1{2,}\s*$")
+NUMBERED_HEADING = re.compile(r"^\s*(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
 # "-v, --verbose", "--color[=WHEN]", "+N", "-o option": a dash glued to a letter or digit.
 _OPTION = re.compile(r"^\s*(--?|\+)[A-Za-z0-9?@#]")
 # "Storage=", "ExecStart=, ExecStartPre=": the keys of a configuration reference, one per line.
@@ -73,10 +74,15 @@ def _code_share(s: str) -> float:
     return sum(c in _CODE_CHARS for c in chars) / max(len(chars), 1)
 
 
+_TRAILING_COMMENT = re.compile(r"\s*/\*.*\*/$")
+
+
 def _is_statement(s: str) -> bool:
-    """A short line ending like a C statement or block ("unsigned short s;", "} else {"), or a line holding a
-    URL that is not a sentence ("deb http://deb.debian.org/debian bookworm main")."""
-    if s.endswith((";", "{", "}")) and len(s.split()) <= 6:
+    """A short line ending like a C statement or block ("unsigned short s;", "} else {"), its comment aside
+    ("unsigned char ifa_family;    /* Address type */"), or a line holding a URL that is not a sentence
+    ("deb http://deb.debian.org/debian bookworm main")."""
+    code = _TRAILING_COMMENT.sub("", s) if s.endswith("*/") else s
+    if code.endswith((";", "{", "}")) and len(code.split()) <= 6:
         return True
     return "://" in s and not s.endswith(SENTENCE_END[:8])
 
@@ -94,7 +100,7 @@ def _data_share(s: str) -> float:
     return sum(c.isdigit() or c in _CODE_CHARS or c in "-+.,:" for c in chars) / max(len(chars), 1)
 
 
-def _indent(line: str) -> int:
+def indent_of(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
@@ -109,20 +115,23 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
     s = line.strip()
     if not s:
         return BLANK
-    if _MD_HEADING.match(line) or _UNDERLINE.match(line) or _is_all_caps_heading(s):
+    if MD_HEADING.match(line) or UNDERLINE.match(line) or _is_all_caps_heading(s):
         return HEADING
-    if next_line is not None and _UNDERLINE.match(next_line) and len(s.split()) <= 12:
+    if next_line is not None and UNDERLINE.match(next_line) and len(s.split()) <= 12:
         return HEADING
     # A line that starts like an option or a numbered item but follows an unfinished sentence is that
     # sentence's wrapped tail ("... unless the\n--reinstall option is given").
     starts_element = not prev.strip() or prev.rstrip().endswith(SENTENCE_END + (":",)) or _kind_hint(prev)
-    indent = _indent(line)
+    indent = indent_of(line)
     if starts_element and (_OPTION.match(line) or _CONFIG_KEY.match(line)):
         return OPTION
     # Man pages and other rendered manuals: body text at one indentation, subsection titles to its left,
-    # examples in blocks of their own further to its right.
+    # examples in blocks of their own further to its right. A title stands alone at its indentation: a line with
+    # a neighbour at the same one is a line of a paragraph there (bash(1) sets whole sections to the left of its
+    # option descriptions, and its widely spaced lines are short in words).
+    alone = all(not n.strip() or indent_of(n) != indent for n in (prev, next_line or ""))
     if body_indent >= 2 and indent < body_indent and len(s.split()) <= 10 and not s.endswith(SENTENCE_END[:8]) \
-            and not _NAV_MARKS.search(s):
+            and not _NAV_MARKS.search(s) and alone:
         return HEADING
     if block_is_code:
         return CODE
@@ -138,7 +147,7 @@ def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_i
             or (_data_share(s) >= 0.35 and len(s) >= 8) or _is_statement(s) \
             or (_ASSIGNMENT.match(s) and not s.endswith(SENTENCE_END[:8])):
         return CODE
-    if starts_element and _NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
+    if starts_element and NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
             and not s.endswith(SENTENCE_END[:8]):
         return HEADING
     if starts_element and _LIST.match(line):
@@ -160,6 +169,8 @@ def _continues(prev: str, line: str, wrap_width: int) -> bool:
     p, s = prev.rstrip(), line.lstrip()
     if not s or p.endswith(":"):  # after "...in /etc/lxc/default.conf:" comes what it introduces, not more sentence
         return False
+    if indent_of(line) < indent_of(prev) - 1:  # a wrapped line keeps its paragraph's indentation or hangs deeper
+        return False
     if s[0].islower() or s[0] in ",;:)]}":
         return True
     # A line that fills the width and ends without punctuation was wrapped mid-sentence.
@@ -171,7 +182,7 @@ def _body_indent(raw: list[str]) -> int:
     counts: dict[int, int] = {}
     for line in raw:
         if len(line.split()) >= 4:
-            counts[_indent(line)] = counts.get(_indent(line), 0) + 1
+            counts[indent_of(line)] = counts.get(indent_of(line), 0) + 1
     return max(counts, key=lambda k: (counts[k], -k)) if counts else 0
 
 
@@ -182,13 +193,13 @@ def _code_blocks(raw: list[str], body_indent: int) -> list[bool]:
     out = [False] * len(raw)
     i = 0
     while i < len(raw):
-        deeper = raw[i].strip() and _indent(raw[i]) >= body_indent + 2
-        opens = i == 0 or not raw[i - 1].strip() or _indent(raw[i - 1]) < body_indent
+        deeper = raw[i].strip() and indent_of(raw[i]) >= body_indent + 2
+        opens = i == 0 or not raw[i - 1].strip() or indent_of(raw[i - 1]) < body_indent
         if not (deeper and opens):
             i += 1
             continue
         j = i
-        while j < len(raw) and raw[j].strip() and _indent(raw[j]) >= body_indent + 2:
+        while j < len(raw) and raw[j].strip() and indent_of(raw[j]) >= body_indent + 2:
             j += 1
         if not _reads_as_prose(raw[i:j]):
             out[i:j] = [True] * (j - i)
@@ -198,23 +209,25 @@ def _code_blocks(raw: list[str], body_indent: int) -> list[bool]:
 
 def parse(text: str) -> list[Line]:
     raw = text.split("\n")
-    lengths = sorted(len(r.rstrip()) for r in raw if r.strip())
-    # The wrap width of hard-wrapped text: long lines cluster just below it (72, 80, ...). Single-line
-    # paragraphs (HTML-extracted text) make it large, so nothing is joined by the width test there.
-    wrap_width = lengths[int(0.9 * (len(lengths) - 1))] if lengths else 80
+    wrap_width = wrap_width_of(raw)
     body_indent = _body_indent(raw)
     code_block = _code_blocks(raw, body_indent)
-    out: list[Line] = []
-    in_fence, block, unit = False, 0, -1
-    prev_kind, prev_text = BLANK, ""
+    kinds, set_off = [], []  # set_off: code by its place (a fence, a block of its own), whatever its words
+    in_fence = False
     for i, line in enumerate(raw):
         fence = bool(_FENCE.match(line))
         if in_fence or fence:
-            kind = CODE
+            kinds.append(CODE)
             in_fence = in_fence != fence
         else:
-            kind = _kind(line, raw[i - 1] if i else "", raw[i + 1] if i + 1 < len(raw) else None, body_indent,
-                         code_block[i])
+            kinds.append(_kind(line, raw[i - 1] if i else "", raw[i + 1] if i + 1 < len(raw) else None,
+                               body_indent, code_block[i]))
+        set_off.append(fence or in_fence or code_block[i])
+    _rejoin_wrapped(raw, kinds, set_off, wrap_width)
+    out: list[Line] = []
+    block, unit = 0, -1
+    prev_kind, prev_text = BLANK, ""
+    for line, kind in zip(raw, kinds):
         if kind == BLANK:
             if prev_kind != BLANK:
                 block += 1
@@ -229,6 +242,60 @@ def parse(text: str) -> list[Line]:
     return out
 
 
+# The widths text is hard-wrapped at (a rendered man page 78, e-mail and RFCs 72). Wider: a paragraph per line
+# (HTML extracted); narrower: too few lines to tell the width from.
+HARD_WRAP = range(60, 101)
+FULL_LINE = 0.85  # a line this much of the wrap width long was ended by the formatter (man pages: 67 of 79)
+
+
+def wrap_width_of(raw: list[str]) -> int:
+    """The wrap width of hard-wrapped text: long lines cluster just below it (72, 80, ...). Single-line
+    paragraphs (HTML-extracted text) make it large, so nothing is joined by the width test there."""
+    lengths = sorted(len(r.rstrip()) for r in raw if r.strip())
+    return lengths[int(0.9 * (len(lengths) - 1))] if lengths else 80
+
+
+def _full(line: str, wrap_width: int) -> bool:
+    """Ended by the formatter, not by its author: a line of a hard-wrapped paragraph that is not its last."""
+    return wrap_width in HARD_WRAP and len(line.rstrip()) >= FULL_LINE * wrap_width
+
+
+def _rejoin_wrapped(raw: list[str], kinds: list[str], set_off: list[bool], wrap_width: int) -> None:
+    """Make prose again the lines of a hard-wrapped paragraph that read as a table row, code or an option on their
+    own: a justified line's wide gaps ("A   string   variable   that    \"undoes\"    the"), a sentence's last
+    words ("2.6.38).", "mq_overview(7)."), a sentence that starts with an option's name ("--precise mode doesn't
+    yet have ..."). A line is one when the paragraph wraps into it or out of it: same indentation, no blank line
+    between, the upper line full and carried on (or both full: justified lines). Otherwise a language or line
+    rule cuts the paragraph and leaves these lines behind as fragments."""
+    def wraps(a: int, b: int) -> bool:
+        return indent_of(raw[a]) == indent_of(raw[b]) and _full(raw[a], wrap_width) \
+            and (_continues(raw[a], raw[b], wrap_width) or _full(raw[b], wrap_width))
+
+    def loose(i: int) -> bool:  # not code by its place, nor by a shape no sentence has
+        s = raw[i].strip()
+        return (kinds[i] in (CODE, TABLE) and not set_off[i] and not _PROMPT.match(raw[i]) and not _is_statement(s)
+                and not _ASSIGNMENT.match(s) and not _CONFIG_KEY.match(raw[i]))
+
+    for i in range(1, len(raw)):
+        if loose(i) and kinds[i - 1] == PROSE and wraps(i - 1, i):
+            kinds[i] = PROSE
+    for i in range(len(raw) - 2, -1, -1):
+        # an option's line is a sentence when it is full and its paragraph goes on at its indentation: an option
+        # and its description are on one line, or the description is indented deeper
+        if (loose(i) or kinds[i] == OPTION and not _CONFIG_KEY.match(raw[i])) and kinds[i + 1] == PROSE \
+                and wraps(i, i + 1):
+            kinds[i] = PROSE
+        # a bullet whose text hangs over the lines below ("•      the   replacement   string")
+        elif loose(i) and kinds[i + 1] == PROSE and _LIST.match(raw[i]) and hangs_at(raw[i], indent_of(raw[i + 1])):
+            kinds[i] = LIST
+
+
+def hangs_at(text: str, column: int) -> bool:
+    """Whether the line carries text after a gap, starting in `column`: a tag and the start of what it tags, whose
+    next lines keep that column ("-t     Give each name ...", "•      the replacement ...")."""
+    return column >= 2 and text[column - 2:column] == "  " and text[column:column + 1].strip() != ""
+
+
 def units(lines: list[Line]) -> list[list[int]]:
     """Line indices of each unit, in order."""
     groups: dict[int, list[int]] = {}
@@ -236,6 +303,32 @@ def units(lines: list[Line]) -> list[list[int]]:
         if line.unit >= 0:
             groups.setdefault(line.unit, []).append(i)
     return list(groups.values())
+
+
+def paragraph_units(lines: list[Line]) -> list[list[int]]:
+    """units(), with the units of one hard-wrapped paragraph joined: the sentences of a man page's paragraph are
+    units of their own when a line ends with one, but they are one text in one language (its translation is done
+    a paragraph at a time) and the language of three sentences is told more surely than that of one. Two units
+    join when the first's last line is full and the second starts on the next line at the same indentation; only
+    prose and list units join (headings, options, tables and code stay units of their own). After a full line
+    that ends a sentence, a single short line with another line under it at its indentation is not joined: it is
+    an item of a list set without blank lines ("! expr True if expr is false." over "( expr )")."""
+    width = wrap_width_of([line.text for line in lines])
+    out: list[list[int]] = []
+    for indices in units(lines):
+        first, last = lines[indices[0]], out[-1][-1] if out else -1
+        under = lines[indices[0] + 1].text if indices[0] + 1 < len(lines) else ""
+        item = len(indices) == 1 and not _full(first.text, width) \
+            and lines[last].text.rstrip().endswith(SENTENCE_END[:8]) \
+            and under.strip() != "" and indent_of(under) == indent_of(first.text)
+        joins = (last >= 0 and indices[0] == last + 1 and first.kind in (PROSE, LIST)
+                 and lines[out[-1][0]].kind in (PROSE, LIST) and indent_of(first.text) == indent_of(lines[last].text)
+                 and _full(lines[last].text, width) and not item)
+        if joins:
+            out[-1].extend(indices)
+        else:
+            out.append(list(indices))
+    return out
 
 
 def unit_text(lines: list[Line], indices: list[int]) -> str:
