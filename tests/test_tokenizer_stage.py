@@ -3,22 +3,20 @@ import numpy as np
 import pytest
 
 from scratchlm.cli import main
-from scratchlm.config import config_from_dict
 from scratchlm.data.jsonl import read_jsonl, write_jsonl
 from scratchlm.errors import UserError
-from scratchlm.ids import read_json, write_json
+from scratchlm.ids import read_json
 from scratchlm.stages import load_config, plan_artifacts, stage_training_inputs
 from scratchlm.tokenizer.bpe import (BOS, DOC_SPECIALS, EOS, PAD, document_wrap_ids, load_tokenizer, save_tokenizer,
                                      shard_tokens, special_ids, train_bpe)
 from scratchlm.tokenizer.fertility import verdicts
 from scratchlm.tokenizer.parallel import ParallelEncoder, chunked
 from scratchlm.tokenizer.report_section import tokenizer_section
-from scratchlm.tokenizer.sample import StratifiedSample, water_fill
+from scratchlm.tokenizer.sample import StratifiedSample
+from scratchlm.tokenizer.sample_plan import water_fill
 from scratchlm.tokenizer.shards import TokenShard, check_tokenizer_matches
 from scratchlm.train.loader import MixtureLoader
-
-EN = "The committee will meet again next week to discuss the budget and the new hiring plan for the team. "
-DE = "Der Ausschuss trifft sich nächste Woche erneut, um den Haushalt und den neuen Einstellungsplan zu besprechen. "
+from tokenizer_fixtures import DE, EN, fake_data, tokenizer_cfg
 
 
 @pytest.fixture(scope="module")
@@ -37,34 +35,17 @@ def test_water_fill_gives_slack_of_small_keys_to_the_others():
     assert water_fill(100, {"a": 1.0, "b": 0.0}, {"a": 1000, "b": 1000})["b"] == 0
 
 
-def _fake_data(tmp_path, train: dict[str, list[dict]], val: list[dict]):
-    (tmp_path / "train").mkdir()
-    (tmp_path / "val").mkdir()
-    stats = {"sources": {}, "train_files": {}}
-    for name, docs in train.items():
-        write_jsonl(tmp_path / "train" / f"{name}.jsonl", docs)
-        stats["train_files"][name] = [f"{name}.jsonl"]
-        stats["sources"][name] = {"train": {"docs": len(docs), "chars": sum(len(d["text"]) for d in docs)}}
-    write_jsonl(tmp_path / "val" / "prose.jsonl", val)
-    write_json(tmp_path / "stats.json", stats)
-    return tmp_path
-
-
-def _cfg(sources, **tokenizer):
-    return config_from_dict({"data": {"sources": sources}, "tokenizer": {"vocab_size": 300, **tokenizer}})
-
-
 def test_sample_follows_weights_and_language_quotas_and_never_holds_validation(tmp_path):
     def docs(prefix, text, n, domain):
         return [{"id": f"{prefix}{i}", "text": f"{i} {text * 3}", "domain": domain} for i in range(n)]
 
     prose = docs("en", EN, 200, "prose") + docs("de", DE, 200, "prose")
     leaked = dict(prose[7])  # in train and in validation: data prepare never does this, the sample must not care
-    data = _fake_data(tmp_path, {"prose": prose, "code": docs("code", "def f(x):\n    return x\n", 300, "code")},
+    data = fake_data(tmp_path, {"prose": prose, "code": docs("code", "def f(x):\n    return x\n", 300, "code")},
                       [leaked])
     sources = [{"name": "prose", "domain": "prose", "path": "x", "weight": 3.0},
                {"name": "code", "domain": "code", "path": "y", "weight": 1.0}]
-    sample = StratifiedSample(_cfg(sources, sample_chars=40_000, language_quotas={"de": 0.6}), data)
+    sample = StratifiedSample(tokenizer_cfg(sources, sample_chars=40_000, language_quotas={"de": 0.6}), data)
     texts = list(sample.texts())
     comp = sample.composition()
     assert comp["chars"] == sum(map(len, texts)) == 40_000
@@ -73,10 +54,14 @@ def test_sample_follows_weights_and_language_quotas_and_never_holds_validation(t
     assert comp["languages"]["en"]["chars"] == 12_000  # the rest
     assert comp["skipped"]["language_quota_full"] > 0 and comp["skipped"]["in_validation_split"] == 1
     assert 3 * comp["sources"]["code"]["target_chars"] == comp["sources"]["prose"]["target_chars"]
-    sample = StratifiedSample(_cfg(sources, sample_chars=10 ** 7), data)  # budget above the corpus: take all
+    sample = StratifiedSample(tokenizer_cfg(sources, sample_chars=10 ** 7), data)  # above the corpus: still 3:1
     texts = list(sample.texts())
-    assert leaked["text"] not in texts and len(texts) == 699
-    assert sample.composition()["skipped"] == {"in_validation_split": 1}
+    comp = sample.composition()
+    assert leaked["text"] not in texts and comp["skipped"] == {"in_validation_split": 1}
+    code, prose = comp["domains"]["code"], comp["domains"]["prose"]
+    assert code["docs"] == 300 and prose["docs"] < 399  # the short domain gives all it has, the other is cut ...
+    assert abs(prose["chars"] - 3 * code["chars"]) <= 3  # ... to its quota
+    assert comp["plan"]["limited_by"] == [["domain", "code"]] and comp["chars"] == sum(map(len, texts)) < 10 ** 7
 
 
 def test_sample_reads_the_language_the_data_stage_set_and_detects_only_where_none_is(tmp_path, monkeypatch):
@@ -86,8 +71,9 @@ def test_sample_reads_the_language_the_data_stage_set_and_detects_only_where_non
     monkeypatch.setattr(langid, "language_of", lambda text: detected.append(text) or "en")
     labeled = [{"id": f"l{i}", "text": f"{i} {EN}", "domain": "prose", "lang": "fr"} for i in range(5)]
     unlabeled = {"id": "u", "text": f"u {EN}", "domain": "prose"}  # the language step was skipped
-    data = _fake_data(tmp_path, {"prose": [*labeled, unlabeled]}, [])
-    sample = StratifiedSample(_cfg([{"name": "prose", "domain": "prose", "path": "x"}], sample_chars=10 ** 6), data)
+    data = fake_data(tmp_path, {"prose": [*labeled, unlabeled]}, [])
+    sample = StratifiedSample(tokenizer_cfg([{"name": "prose", "domain": "prose", "path": "x"}],
+                                            sample_chars=10 ** 6), data)
     list(sample.texts())
     languages = sample.composition()["languages"]
     assert languages["fr"]["docs"] == 5 and languages["en"]["docs"] == 1
@@ -100,9 +86,9 @@ def test_log_shows_quotas_and_the_actual_shares_of_the_sample(tmp_path, capsys):
     small = [{"id": f"s{i}", "text": f"{i} {EN}", "domain": "small"} for i in range(5)]  # far below its quota
     big = [{"id": f"b{i}", "text": f"{i} {DE * 3}", "domain": "big"} for i in range(300)]
     (tmp_path / "data").mkdir()
-    data = _fake_data(tmp_path / "data", {"small": small, "big": big}, [{"id": "v", "text": EN, "domain": "big"}])
+    data = fake_data(tmp_path / "data", {"small": small, "big": big}, [{"id": "v", "text": EN, "domain": "big"}])
     sources = [{"name": "small", "domain": "small", "path": "x"}, {"name": "big", "domain": "big", "path": "y"}]
-    cfg = _cfg(sources, sample_chars=20_000)
+    cfg = tokenizer_cfg(sources, sample_chars=20_000)
     (tmp_path / "tok").mkdir()
     info = train_tokenizer(cfg, data, tmp_path / "tok")
     domains = info["sample"]["domains"]
@@ -115,12 +101,12 @@ def test_log_shows_quotas_and_the_actual_shares_of_the_sample(tmp_path, capsys):
 
 
 def test_bad_quotas_are_user_errors(tmp_path):
-    data = _fake_data(tmp_path, {"a": [{"id": "1", "text": EN, "domain": "web"}]}, [])
+    data = fake_data(tmp_path, {"a": [{"id": "1", "text": EN, "domain": "web"}]}, [])
     src = [{"name": "a", "domain": "web", "path": "x"}]
     with pytest.raises(UserError, match="domain_quotas names domain"):
-        StratifiedSample(_cfg(src, domain_quotas={"wbe": 1.0}), data)
+        StratifiedSample(tokenizer_cfg(src, domain_quotas={"wbe": 1.0}), data)
     with pytest.raises(UserError, match="sum to at most 1"):
-        StratifiedSample(_cfg(src, language_quotas={"en": 0.8, "de": 0.5}), data)
+        StratifiedSample(tokenizer_cfg(src, language_quotas={"en": 0.8, "de": 0.5}), data)
 
 
 def test_verdicts_flag_high_fertility_unequal_languages_and_unused_vocab():
@@ -141,7 +127,7 @@ def test_verdicts_flag_high_fertility_unequal_languages_and_unused_vocab():
     found = verdicts(result, min_share=0.02)
     assert {v["level"] for v in found} == {"ok"}  # 1.8 tokens per word over all words, 1.3 on prose: ok
     de = next(v["message"] for v in found if v["check"] == "tokens/word de")
-    assert "only 3 document(s)" in de and "74% of them from the largest" in de
+    assert "only 3 document(s), the largest holding 74% of the prose words" in de
     result["vocab"].update(degenerate_count=2, degenerate=[{"token": "─" * 60, "bytes": 180}])
     flagged = next(v for v in verdicts(result, min_share=0.02) if v["check"] == "degenerate vocabulary entries")
     assert flagged["level"] == "warning" and "(180 B)" in flagged["message"]
@@ -299,8 +285,8 @@ def test_compare_gives_each_tokenizer_the_report_verdicts(tmp_path, capsys):
         (tmp_path / name).mkdir()
         save_tokenizer(train_bpe(texts, vocab_size=2000, min_frequency=1), tmp_path / name)
     (tmp_path / "text").mkdir()
-    for lang, text in (("en", EN), ("de", DE)):  # enough documents per language for a firm verdict
-        write_jsonl(tmp_path / "text" / f"{lang}.jsonl", [{"text": f"{i}. {text * 3}"} for i in range(12)])
+    for lang, text in (("en", EN), ("de", DE)):  # documents and prose words enough for a firm verdict (>= 1,000)
+        write_jsonl(tmp_path / "text" / f"{lang}.jsonl", [{"text": f"{i}. {text * 3}"} for i in range(30)])
     paths = [str(tmp_path / n / "tokenizer.json") for n in ("english", "both")]
     assert main(["tokenizer", "compare", *paths, "--text", str(tmp_path / "text")]) == 0
     out = capsys.readouterr().out

@@ -143,13 +143,16 @@ class DataConfig:
 @dataclass
 class TokenizerConfig:
     vocab_size: int = bounded(32768, ge=272)  # at least the 256 byte tokens and room for the special tokens
-    sample_chars: int = bounded(200_000_000, ge=1)  # character budget of the training sample
+    sample_chars: int = bounded(200_000_000, ge=1)  # character budget of the training sample: fewer when a stratum's text cannot fill its quota at this size
     max_doc_chars: int = bounded(100_000, ge=1)  # cap per document in the sample, so one huge file cannot dominate
     min_frequency: int = bounded(2, ge=1)
     domain_quotas: dict[str, float] = bounded(default_factory=dict, ge=0)  # sample share per domain; empty: the source weights
     language_quotas: dict[str, float] = bounded(default_factory=dict, ge=0)  # share of the prose sample per language code
     code_domains: list[str] = field(default_factory=lambda: ["code"])  # domains of source code: no language, no tokens/word
-    min_language_share: float = bounded(0.02, ge=0, le=1)  # languages with less of the held-out prose are not checked as languages of use
+    min_language_share: float = bounded(0.02, ge=0, le=1)  # a language the config neither keeps (data.languages) nor gives a quota is checked only with this share of the held-out prose
+    max_quota_deviation: float = bounded(0.25, gt=0)  # a sample share off its quota by more than this fraction of the quota is a warning: 0.25 flags 7.4% against 10%
+    min_sample_chars_per_vocab: int = bounded(100, ge=1)  # the sample shrinks to meet its quotas, never below vocab_size x this many chars (fewer leave merges learned from a handful of occurrences)
+    min_judged_words: int = bounded(1000, ge=1)  # a language's tokens/word on fewer held-out prose words is reported, not judged: too small a sample
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..config import TokenizerConfig
 from ..data.jsonl import read_jsonl
 from ..errors import UserError
 from .bpe import load_tokenizer
@@ -38,7 +39,7 @@ def read_texts(paths: Iterable[str | Path]) -> Iterator[dict]:
 
 
 def compare(tokenizer_paths: list[str | Path], text_paths: list[str | Path], code_domains=("code",),
-            min_language_share: float = 0.02) -> tuple[list[dict], str]:
+            min_language_share: float = TokenizerConfig().min_language_share) -> tuple[list[dict], str]:
     docs = list(read_texts(text_paths))
     if not docs:
         raise UserError("--text: no documents found")

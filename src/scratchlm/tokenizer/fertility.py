@@ -6,7 +6,11 @@ reads tokens/word on the prose of each document: its paragraphs and list items, 
 tables, or the paths and identifiers a sentence mentions (data/clean/structure.py tells the lines apart).
 Technical text is full of `/etc/fstab` and `--no-preserve-root`, which no vocabulary turns into one token;
 counted as words, they push every manual above the threshold and "grow the vocabulary" never clears it.
-A figure measured on a few documents, or mostly on one, is said to be so.
+A figure measured on a few documents, or mostly on one, is said to be so. Every language the config keeps
+(data.languages) or gives a quota is judged however small its share of the held-out text, with the number of prose
+words the figure rests on; under tokenizer.min_judged_words it is shown, not judged (tokens/word moves by 0.10-0.16
+between 500-word stretches of one language, docs/benchmarks.md), and a kept language the held-out text lacks is
+said to be unmeasured. Other languages are judged from tokenizer.min_language_share of the held-out prose.
 
 The share of the vocabulary actually used on held-out text tells whether the vocabulary is too big for the
 domain: unused rows of the embedding matrix cost parameters and never get trained. Long entries that are runs
@@ -21,6 +25,7 @@ from typing import Iterable
 import numpy as np
 from tokenizers import Tokenizer
 
+from ..config import TokenizerConfig
 from ..data.clean.structure import LIST, NOT_A_WORD, PROSE, parse
 from .bpe import SPECIAL_TOKENS
 from .langid import UNDETERMINED, labeled_language
@@ -31,6 +36,7 @@ MAX_DOC_SHARE = 0.5  # ... or with more than this share of its words from one do
 DEGENERATE_MIN_BYTES = 32  # a vocabulary entry this long with no letter or digit is a border, not a word
 MAX_LANGUAGE_COST_RATIO = 1.5  # a language paying 1.5x the tokens trains on 1/1.5 of the text per token
 MAX_UNUSED_VOCAB = 0.10
+MIN_JUDGED_WORDS = TokenizerConfig().min_judged_words  # the config's default, for callers without a config
 NO_WORD_SPACES = {"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"}  # tokens/word is undefined there
 BATCH = 256
 TOP = 10
@@ -88,8 +94,8 @@ def sample_caveat(m: dict) -> str:
     docs, share = m.get("prose_docs", 0), m.get("largest_doc_share")
     if docs >= MIN_SAMPLE_DOCS and (share is None or share <= MAX_DOC_SHARE):
         return ""
-    return (f"measured on only {docs} document(s) ({m.get('prose_words', 0):,} prose words, "
-            f"{share or 0:.0%} of them from the largest): a small sample, the figure may not hold")
+    return (f"measured on only {docs} document(s), the largest holding {share or 0:.0%} of the prose words: a "
+            f"small sample, the figure may not hold")
 
 
 def document_language(doc: dict, code_domains: Iterable[str]) -> str:
@@ -153,47 +159,48 @@ def degenerate_entry(text: str, n_bytes: int) -> bool:
 
 
 def languages_of_use(result: dict, min_share: float, named: Iterable[str] = ()) -> list[str]:
-    """Prose languages with at least `min_share` of the held-out prose characters, plus those named in quotas."""
+    """Prose languages of the held-out text that are `named` (kept by the config or given a quota), whatever
+    their share, and the others with at least `min_share` of the held-out prose characters."""
     prose = {k: v for k, v in result["languages"].items() if k not in ("code", UNDETERMINED)}
     total = sum(v["chars"] for v in prose.values())
     named = set(named)
     return [k for k, v in prose.items() if k in named or (total and v["chars"] / total >= min_share)]
 
 
-def verdicts(result: dict, min_share: float, named: Iterable[str] = ()) -> list[dict]:
-    """The fertility verdicts: the report, `scratchlm check` and `tokenizer compare` all print these."""
-    out = []
-    langs = languages_of_use(result, min_share, named)
-    spaced = {k: fertility(result["languages"][k]) for k in langs
-              if k not in NO_WORD_SPACES and fertility(result["languages"][k])}
-    for lang in langs:
-        m, tpw = result["languages"][lang], spaced.get(lang)
-        if tpw is None:
-            why = "no spaces between words" if lang in NO_WORD_SPACES else "no prose lines"
+def verdicts(result: dict, min_share: float, named: Iterable[str] = (), kept: Iterable[str] = (),
+             min_words: int = MIN_JUDGED_WORDS) -> list[dict]:
+    """The fertility verdicts: the report, `scratchlm check` and `tokenizer compare` all print these. Every
+    language in `kept` (data.languages) or `named` (tokenizer.language_quotas) gets one, with the number of
+    held-out prose words it rests on; under `min_words` the figure is shown but not judged."""
+    kept, named = list(kept), list(named)
+    out = [absent_verdict(lang, "data.languages" if lang in kept else "tokenizer.language_quotas")
+           for lang in dict.fromkeys(kept + named) if lang not in result["languages"]]
+    judged = {}
+    for lang in languages_of_use(result, min_share, kept + named):
+        m = result["languages"][lang]
+        if lang in NO_WORD_SPACES:
             out.append({"level": "ok", "check": f"tokens/word {lang}",
-                        "message": f"{lang}: {why}, tokens/word not measured; chars/token "
+                        "message": f"{lang}: no spaces between words, tokens/word not measured; chars/token "
                                    f"{_num(m['chars_per_token'])}"})
             continue
+        tpw, words = fertility(m), m.get("prose_words", 0)
+        on = f"{_num(tpw)} tokens/word on {words:,} held-out prose words"
+        if words < min_words:
+            out.append({"level": "warning", "check": f"tokens/word {lang}",
+                        "message": f"{lang}: {on}, too small to judge: {words:,} words < {min_words:,} "
+                                   f"(tokenizer.min_judged_words); hold out more {lang} text (data.val_min_chars) "
+                                   f"to know whether the tokenizer serves it"})
+            continue
+        judged[lang] = tpw
         bad = tpw > MAX_TOKENS_PER_WORD
         caveat = sample_caveat(m)
         out.append({"level": "warning" if bad else "ok", "check": f"tokens/word {lang}",
-                    "message": f"{lang}: {tpw:.2f} tokens/word on prose" + (
+                    "message": f"{lang}: {on}" + (
                         f" > {MAX_TOKENS_PER_WORD}: words are split into pieces; grow the vocabulary or give {lang} "
                         f"a larger share of the sample (tokenizer.language_quotas)" if bad else
                         f" <= {MAX_TOKENS_PER_WORD}") + (f"; {caveat}" if caveat else "")})
-    if len(spaced) > 1:
-        best = min(spaced, key=spaced.get)
-        worst = max(spaced, key=spaced.get)
-        ratio = spaced[worst] / spaced[best]
-        bad = ratio > MAX_LANGUAGE_COST_RATIO
-        small = [k for k in (worst, best) if sample_caveat(result["languages"][k])]
-        out.append({"level": "warning" if bad else "ok", "check": "language cost ratio",
-                    "message": f"{worst} costs {ratio:.2f}x the tokens per word of {best}" + (
-                        f" (> {MAX_LANGUAGE_COST_RATIO}x): the model sees less {worst} text per token and its "
-                        f"context holds less of it; rebalance tokenizer.language_quotas" if bad else
-                        f" (<= {MAX_LANGUAGE_COST_RATIO}x)") + "; measured as tokens/word on held-out prose, "
-                                                                "not on parallel text"
-                    + (f"; {' and '.join(small)} measured on a small sample" if small else "")})
+    if len(judged) > 1:
+        out.append(cost_ratio_verdict(result, judged))
     vocab = result["vocab"]
     unused = 1.0 - vocab["used_share"]
     bad = unused > MAX_UNUSED_VOCAB
@@ -210,6 +217,29 @@ def verdicts(result: dict, min_share: float, named: Iterable[str] = ()) -> list[
                             f"uses; clean such lines out of the corpus or accept the waste") if n else
                            f"no entry of {DEGENERATE_MIN_BYTES}+ bytes without a letter or digit"})
     return out
+
+
+def absent_verdict(lang: str, where: str) -> dict:
+    """A language the config asks for that the held-out text does not hold: nothing measured is not ok."""
+    return {"level": "warning", "check": f"tokens/word {lang}",
+            "message": f"{lang}: named in {where} but absent from the held-out text: its tokens/word is not "
+                       f"measured; the validation split drew no {lang} document (data.val_min_chars holds out more)"}
+
+
+def cost_ratio_verdict(result: dict, judged: dict[str, float]) -> dict:
+    """The costliest judged language against the cheapest, in tokens per prose word."""
+    best = min(judged, key=judged.get)
+    worst = max(judged, key=judged.get)
+    ratio = judged[worst] / judged[best]
+    bad = ratio > MAX_LANGUAGE_COST_RATIO
+    small = [k for k in (worst, best) if sample_caveat(result["languages"][k])]
+    return {"level": "warning" if bad else "ok", "check": "language cost ratio",
+            "message": f"{worst} costs {ratio:.2f}x the tokens per word of {best}" + (
+                f" (> {MAX_LANGUAGE_COST_RATIO}x): the model sees less {worst} text per token and its "
+                f"context holds less of it; rebalance tokenizer.language_quotas" if bad else
+                f" (<= {MAX_LANGUAGE_COST_RATIO}x)") + "; measured as tokens/word on held-out prose, "
+                                                        "not on parallel text"
+            + (f"; {' and '.join(small)} measured on a small sample" if small else "")}
 
 
 def _num(v: float | None) -> str:

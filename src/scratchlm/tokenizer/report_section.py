@@ -68,8 +68,8 @@ def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path,
                     [[d, _f(r["quota"], 3), r["chars"], _f(r["share"], 3), r["docs"]]
                      for d, r in sample["domains"].items()]))
     md += [""]
-    md.append(table(["language", "quota", "sample chars", "share", "docs"],
-                    [[k, _f(r["quota"], 3), r["chars"], _f(r["share"], 3), r["docs"]]
+    md.append(table(["language", "quota (of prose)", "sample chars", "share", "share of prose", "docs"],
+                    [[k, _f(r["quota"], 3), r["chars"], _f(r["share"], 3), _f(r.get("prose_share"), 3), r["docs"]]
                      for k, r in list(quotas.items())[:TOP_LANGUAGES]]))
     md += ["", "Fertility on held-out text, per domain. tokens/word counts every whitespace-separated word; "
                "prose tokens/word, which the verdicts judge, only the words of paragraphs and list items, without "
@@ -96,7 +96,10 @@ def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path,
         md.append(f"Degenerate entries (long, no letter or digit): {vocab['degenerate_count']}, e.g. "
                   + ", ".join(f"`{t['token']!r}` ({t['bytes']} B)" for t in vocab["degenerate"]) + ".")
     md.append("")
-    md += ["Verdicts:", ""] + [f"- **{v['level']}** {v['check']}: {v['message']}" for v in fertility["verdicts"]]
+    # the sample's verdicts (size, quotas), then the fertility's; a tokenizer trained before the sample had
+    # verdicts recorded only the fertility's
+    found = info.get("verdicts", fertility["verdicts"])
+    md += ["Verdicts:", ""] + [f"- **{v['level']}** {v['check']}: {v['message']}" for v in found]
     per_domain = shards.get("tokens_per_domain")
     if per_domain:
         md += ["", "Corpus in tokens of this tokenizer:", ""]

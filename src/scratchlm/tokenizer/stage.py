@@ -12,6 +12,7 @@ import numpy as np
 
 from ..config import Config
 from ..data.jsonl import read_jsonl
+from ..data.language_step import wanted_languages
 from ..data.markers import count_markers
 from ..errors import UserError
 from ..executor import data_executor
@@ -21,7 +22,8 @@ from .bpe import (document_wrap_ids, load_tokenizer, save_tokenizer, special_ids
                   train_bpe)
 from .fertility import languages_of_use, measure, verdicts
 from .parallel import ParallelEncoder, chunked
-from .sample import StratifiedSample, composition_lines
+from .sample import StratifiedSample
+from .sample_verdicts import SIZE_CHECK, composition_lines, sample_verdicts
 from .shards import SourceShardWriter, dtype_for_vocab
 
 NO_SPLIT = 1 << 62  # validation files stay one file per domain: eval reads val/<domain>.bin
@@ -32,39 +34,50 @@ def _val_docs(data_dir: Path) -> Iterator[dict]:
         yield from read_jsonl(path)
 
 
+def kept_languages(cfg: Config) -> list[str]:
+    """The languages the data stage keeps in the prose sources, each of which gets a fertility verdict; a source
+    that keeps every language ([]) names none."""
+    prose = [s for s in cfg.data.sources if s.domain not in set(cfg.tokenizer.code_domains)]
+    return list(dict.fromkeys(lang for s in prose for lang in wanted_languages(cfg.data, s)))
+
+
 def heldout_fertility(cfg: Config, tok, data_dir: Path) -> dict:
     t = cfg.tokenizer
     result = measure(tok, bar(_val_docs(data_dir), desc="fertility on validation", unit="doc"), t.code_domains)
-    result["languages_of_use"] = languages_of_use(result, t.min_language_share, t.language_quotas)
+    kept = kept_languages(cfg)
+    result["languages_of_use"] = languages_of_use(result, t.min_language_share, [*t.language_quotas, *kept])
+    result["kept_languages"] = kept
     if result["overall"]["docs"] == 0:
         result["verdicts"] = [{"level": "warning", "check": "held-out text",
                                "message": "no validation split (data.val_fraction = 0 or too few documents): "
                                           "fertility was not measured"}]
     else:
-        result["verdicts"] = verdicts(result, t.min_language_share, t.language_quotas)
+        result["verdicts"] = verdicts(result, t.min_language_share, t.language_quotas, kept, t.min_judged_words)
     return result
 
 
 def train_tokenizer(cfg: Config, data_dir: Path, out: Path) -> dict:
     t = cfg.tokenizer
     sample = StratifiedSample(cfg, data_dir)
-    log(f"tokenizer: training byte-level BPE, vocab {t.vocab_size}, on a stratified sample of up to "
-        f"{t.sample_chars:,} chars (domain quotas: " + ", ".join(f"{d} {q:.0%}" for d, q in sample.quotas.items())
-        + ")")
+    log(f"tokenizer: training byte-level BPE, vocab {t.vocab_size}, on a stratified sample of {sample.plan.size:,} "
+        f"chars (budget {t.sample_chars:,}; domain quotas: "
+        + ", ".join(f"{d} {q:.0%}" for d, q in sample.quotas.items()) + ")")
     tok = train_bpe(bar(sample.texts(), desc="tokenizer sample", unit="doc"), t.vocab_size, t.min_frequency)
     path = save_tokenizer(tok, out)
     composition = sample.composition()
+    composition["verdicts"] = sample_verdicts(composition, t)
     for line in composition_lines(composition):
         log(f"tokenizer: {line}")
     fertility = heldout_fertility(cfg, tok, data_dir)
     fertility["tokenizer_id"] = tokenizer_content_id(path)
     write_json(out / "fertility.json", fertility)
+    # `scratchlm check` and the report read these: the sample's verdicts, then the held-out fertility's
     info = {"vocab_size": tok.get_vocab_size(), "tokenizer_id": fertility["tokenizer_id"],
             "sample_chars": composition["chars"], "special_tokens": special_ids(tok), "sample": composition,
-            "verdicts": fertility["verdicts"]}
+            "verdicts": composition["verdicts"] + fertility["verdicts"]}
     write_json(out / "tokenizer_info.json", info)
-    for v in fertility["verdicts"]:
-        if v["level"] != "ok":
+    for v in info["verdicts"]:
+        if v["level"] != "ok" or v["check"] == SIZE_CHECK:  # the size says when the sample is under the budget
             log(f"tokenizer: {v['level']}: {v['message']}")
     return info
 
