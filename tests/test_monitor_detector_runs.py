@@ -99,13 +99,16 @@ def test_loader_stall_fires_on_a_slow_data_source(prepared):
 
 def test_domain_degradation_and_overconfidence_fire_on_a_source_dropped_mid_run(prepared):
     path, _ = prepared
-    r = train_run(path, Run("dropped", "domain_degradation", True, EVALUATED, lambda: source_dropped("docs", 100)))
+    # `code` (the standard library: the same text wherever the tests run) is the domain dropped. A prose domain
+    # kept improving from the other prose after its drop in some environments: `docs` went 5.116 -> 5.081 at the
+    # next evaluation with this machine's installed packages as the web domain, where `code` rose by 0.28.
+    r = train_run(path, Run("dropped", "domain_degradation", True, EVALUATED, lambda: source_dropped("code", 100)))
     alerts = {}
     for a in r["alerts"]:
         alerts.setdefault(a["detector"], a)
-    # the first evaluation after the drop: `docs` got worse while the mean improved, and sharper while worse
-    assert alerts["domain_degradation"]["subject"] == "docs" and alerts["domain_degradation"]["step"] == 150
-    assert alerts["overconfidence"]["subject"] == "docs" and alerts["overconfidence"]["step"] == 150
+    # the first evaluation after the drop: `code` got worse while the mean improved, and sharper while worse
+    assert alerts["domain_degradation"]["subject"] == "code" and alerts["domain_degradation"]["step"] == 150
+    assert alerts["overconfidence"]["subject"] == "code" and alerts["overconfidence"]["step"] == 150
 
 
 def test_repetition_fires_on_a_corpus_of_one_boilerplate_line_and_not_on_the_normal_corpus(prepared):

@@ -64,7 +64,11 @@ def test_huge_learning_rate_halts_with_a_diagnosis(prepared):
 
 
 def test_poisoned_forward_halts_at_that_step_naming_the_batch(prepared, monkeypatch):
-    cfg = _variant(prepared, "poisoned", max_steps=30, checkpoint_every=10)
+    # A learning rate at which the logged steps are steady whatever the precision: at the micro config's 0.005 the
+    # grad norm doubles from step 5 to 10 in fp32 (0.618 -> 1.226) and triples in bf16, which the diagnosis
+    # rightly reads as the learning rate (RISE = 2); at 0.001 it is 0.6 -> 0.66 in both.
+    cfg = _variant(prepared, "poisoned", max_steps=30, checkpoint_every=10, learning_rate=0.001,
+                   precision='"fp32"')
     poison_at = 12
 
     class Poisoned(GPT):
