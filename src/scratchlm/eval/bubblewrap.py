@@ -69,7 +69,9 @@ def interpreter_paths() -> list[Path]:
     return [p for p in paths if not (p.is_relative_to("/usr") and not p.is_relative_to("/usr/local"))]
 
 
-def _readonly_view() -> list[str]:
+@lru_cache(maxsize=1)
+def _readonly_view() -> tuple[str, ...]:
+    """The same for every candidate of this process: built once."""
     args = ["--ro-bind", "/usr", "/usr"]
     if Path("/usr/local").is_dir():
         args += ["--tmpfs", "/usr/local"]
@@ -91,7 +93,7 @@ def _readonly_view() -> list[str]:
         site = Path(sysconfig.get_path(key, vars={"base": sys.base_prefix, "platbase": sys.base_prefix}))
         if site.is_dir():
             args += ["--tmpfs", str(site)]
-    return args
+    return tuple(args)
 
 
 def command(bw: Bubblewrap, candidate_fd: int, tmp_bytes: int, child_args: list[str], bootstrap: str) -> list[str]:

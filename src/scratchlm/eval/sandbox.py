@@ -127,15 +127,22 @@ def unsandboxed() -> Isolation:
                                     f"audit hook and resource limits ({UNSAFE_FLAG})")
 
 
-def require_isolation(allow_unsandboxed: bool = False) -> Isolation:
-    """The sandbox, or a one-line refusal; unsandboxed only when the user asked for it by the unsafe flag."""
+def choose_isolation(allow_unsandboxed: bool) -> tuple[Isolation | None, str]:
+    """The isolation model-written code would run in (None: refused) and why no sandbox ("" where there is one).
+    The one place that decides: require_isolation acts on it, `scratchlm check` reports it."""
     found = detect()
     if isinstance(found, Isolation):
-        return found
-    if allow_unsandboxed:
-        return unsandboxed()
-    raise UserError(f"refusing to run model-written code (HumanEval) without a sandbox: {found}; or set "
-                    f"eval.suite.humaneval = \"off\", or accept the risk with {UNSAFE_FLAG} ({UNSAFE_KEY} = true)")
+        return found, ""
+    return (unsandboxed() if allow_unsandboxed else None), found
+
+
+def require_isolation(allow_unsandboxed: bool = False) -> Isolation:
+    """The sandbox, or a one-line refusal; unsandboxed only when the user asked for it by the unsafe flag."""
+    isolation, why = choose_isolation(allow_unsandboxed)
+    if isolation is None:
+        raise UserError(f"refusing to run model-written code (HumanEval) without a sandbox: {why}; or set "
+                        f"eval.suite.humaneval = \"off\", or accept the risk with {UNSAFE_FLAG} ({UNSAFE_KEY} = true)")
+    return isolation
 
 
 def run_program(source: str, timeout_s: float = 5.0, memory_mb: int = 512,

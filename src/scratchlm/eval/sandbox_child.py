@@ -13,7 +13,7 @@ import os
 import resource
 import sys
 
-NOBODY = 65534
+NOBODY = 65534  # bubblewrap.NOBODY: this file runs alone and cannot import it
 SETUP_FAILED = 125  # tells the parent that the sandbox, not the candidate, failed
 
 

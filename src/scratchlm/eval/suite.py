@@ -15,7 +15,7 @@ from ..pipeline import Artifact, require
 from ..progress import log
 from .diversity import diversity_metrics, verdict_lines
 from .humaneval import run_humaneval
-from .sandbox import require_isolation
+from .sandbox import Isolation, require_isolation
 from .report import write_checkpoint_report
 from .scoring import score_checkpoint
 from .store import EVAL_FILE, check_same_tokenizer, checkpoint_id, evals_dir
@@ -26,6 +26,12 @@ def wants_humaneval(cfg: Config) -> bool:
     if cfg.eval.suite.humaneval == "auto":
         return any(s.domain == "code" for s in cfg.data.sources)
     return cfg.eval.suite.humaneval == "on"
+
+
+def humaneval_isolation(cfg: Config) -> Isolation | None:
+    """Where HumanEval will run model-written code (None: it does not run); refused in one line without a
+    sandbox, unless the user asked for the unsafe path. Checked before the model is even loaded."""
+    return require_isolation(cfg.eval.suite.unsafe_run_code_unsandboxed) if wants_humaneval(cfg) else None
 
 
 def sample_generations(model, tokenizer, prompts: list[str], cfg: Config) -> list[dict]:
@@ -42,8 +48,7 @@ def sample_generations(model, tokenizer, prompts: list[str], cfg: Config) -> lis
 def evaluate_suite(cfg: Config, art: dict[str, Artifact], checkpoint: Path, device=None) -> dict:
     """device: where to evaluate (default: the config's training device; the eval watcher passes its own)."""
     checkpoint = Path(checkpoint).resolve()
-    # Refused before the model is even loaded: no sandbox, no model-written code (unless asked for, unsafely).
-    isolation = require_isolation(cfg.eval.suite.unsafe_run_code_unsandboxed) if wants_humaneval(cfg) else None
+    isolation = humaneval_isolation(cfg)
     shards = require(art, "shards").dir
     check_same_tokenizer(checkpoint, require(art, "tokenizer").dir / "tokenizer.json")
     log(f"eval: checkpoint {checkpoint} (id {checkpoint_id(checkpoint)})")

@@ -223,12 +223,10 @@ def watch(cfg: Config, art: dict[str, Artifact], opts: WatchOptions) -> dict:
     if cfg.train.eval != "external":
         log("eval watch: note: train.eval is inline, so the trainer evaluates its eval steps itself; the watcher "
             "evaluates only what has no evaluation row yet")
-    if opts.suite == "full":
-        from .sandbox import require_isolation
-        from .suite import wants_humaneval
+    if opts.suite == "full":  # refused now, not at the first checkpoint an hour into the training
+        from .suite import humaneval_isolation
 
-        if wants_humaneval(cfg):  # refused now, not at the first checkpoint an hour into the training
-            require_isolation(cfg.eval.suite.unsafe_run_code_unsandboxed)
+        humaneval_isolation(cfg)
     return Watcher(cfg, art, opts).run()
 
 

@@ -60,20 +60,20 @@ def _contamination_verdict(art: dict[str, Artifact]) -> Verdict:
 
 def _sandbox_verdict(cfg: Config) -> Verdict:
     """Where `eval --checkpoint` would run model-written code (HumanEval): the OS sandbox, or why not."""
-    from ..eval.sandbox import Isolation, detect, unsandboxed
+    from ..eval.sandbox import choose_isolation
     from ..eval.suite import wants_humaneval
 
     name = "model-written code sandboxed"
     if not wants_humaneval(cfg):
         return Verdict(name, "ok", "no model-written code is run (HumanEval is off: eval.suite.humaneval = "
                        f"\"{cfg.eval.suite.humaneval}\", and \"auto\" runs it only for a code domain)", {})
-    found = detect()
-    if isinstance(found, Isolation):
-        return Verdict(name, "ok", found.summary, {"isolation": found.kind})
-    if cfg.eval.suite.unsafe_run_code_unsandboxed:
-        return Verdict(name, "warning", f"{unsandboxed().summary}, because {found}", {"isolation": "unsandboxed"})
-    return Verdict(name, "warning", f"HumanEval (`eval --checkpoint`) will refuse to run: {found}",
-                   {"isolation": None, "reason": found})
+    isolation, why = choose_isolation(cfg.eval.suite.unsafe_run_code_unsandboxed)
+    if isolation is None:
+        return Verdict(name, "warning", f"HumanEval (`eval --checkpoint`) will refuse to run: {why}",
+                       {"isolation": None, "reason": why})
+    if why:  # no sandbox, and the user asked for the unsafe path
+        return Verdict(name, "warning", f"{isolation.summary}, because {why}", {"isolation": isolation.kind})
+    return Verdict(name, "ok", isolation.summary, {"isolation": isolation.kind})
 
 
 def _plural(n: int, word: str) -> str:

@@ -40,7 +40,7 @@ class Block:
 
     @property
     def key(self) -> str:
-        return "".join(self.text.split())
+        return squash(self.text)
 
 
 def page_blocks(root) -> list[Block]:

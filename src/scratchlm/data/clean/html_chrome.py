@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from resiliparse.parse.html import HTMLTree
 
+from .html_blocks import squash
 from .html_dom import select
 
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -170,8 +171,8 @@ def _menu(element) -> bool:
     links = select(element, "a[href]")
     if len(links) < LINK_LIST_MIN_LINKS:
         return False
-    text = len("".join(element.text.split()))
-    linked = sum(len("".join(a.text.split())) for a in links)
+    text = len(squash(element.text))
+    linked = sum(len(squash(a.text)) for a in links)
     return linked >= LINK_LIST_SHARE * text > 0 and element.query_selector(_NOT_IN_MENUS) is None
 
 
