@@ -1,5 +1,5 @@
-"""The trainer's machine choices come from measurements: bf16 on a CPU (model/device.py) and torch.compile
-(train/compile_choice.py). The timers are replaced here: no test asserts a timing."""
+"""The trainer's machine choices: bf16 from the hardware's facts (model/device.py), torch.compile from
+measurements (train/compile_choice.py). The timers are replaced here: no test asserts a timing."""
 import pytest
 import torch
 
@@ -37,32 +37,46 @@ def fresh_precision(monkeypatch):
     dev.cpu_precision.cache_clear()
 
 
-@pytest.mark.parametrize("fp32,bf16,picked", [(0.010, 0.005, "bf16"), (0.010, 0.009, "fp32"), (0.010, 0.150, "fp32")])
-def test_cpu_bf16_only_when_measured_clearly_faster(fresh_precision, fp32, bf16, picked):
-    fresh_precision.setattr(dev, "cpu_has_bf16", lambda: True)
-    fresh_precision.setattr(dev, "time_cpu_linear", lambda: {"fp32_seconds": fp32, "bf16_seconds": bf16})
+@pytest.mark.parametrize("flag,aten,onednn,picked", [
+    (True, "AVX512", None, "bf16"), (True, "AMX", "AVX512_CORE_AMX", "bf16"),
+    (True, "AVX2", None, "fp32"), (True, "AVX512", "AVX2", "fp32"), (False, "AVX512", None, "fp32")])
+def test_cpu_bf16_from_the_cpu_and_the_limits_set_on_torch(fresh_precision, flag, aten, onednn, picked):
+    fresh_precision.setattr(dev, "cpu_has_bf16", lambda: flag)
+    fresh_precision.setattr(torch.backends.cpu, "get_cpu_capability", lambda: aten)
+    fresh_precision.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    if onednn is None:
+        fresh_precision.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        fresh_precision.setenv("ONEDNN_MAX_CPU_ISA", onednn)
     assert dev.pick_precision("auto", torch.device("cpu")) == picked
-    assert "measured" in dev.cpu_precision()[1]
     assert dev.pick_precision("fp32", torch.device("cpu")) == "fp32"  # an explicit choice is not second-guessed
 
 
-def test_cpu_without_the_bf16_flag_is_fp32_without_measuring(fresh_precision):
-    def no_timing():
-        raise AssertionError("measured although the flag is missing")
+def test_a_busy_machine_decides_as_an_idle_one(fresh_precision):
+    """No stopwatch: the decision reads facts, so a process started under load decides like any other."""
+    import time
 
-    fresh_precision.setattr(dev, "cpu_has_bf16", lambda: False)
-    fresh_precision.setattr(dev, "time_cpu_linear", no_timing)
-    assert dev.cpu_precision() == ("fp32", "no avx512_bf16/amx_bf16 in /proc/cpuinfo: bf16 would be emulated")
+    fresh_precision.setattr(time, "perf_counter", lambda: (_ for _ in ()).throw(AssertionError("timed")))
+    first = dev.cpu_precision_facts()
+    dev.cpu_precision.cache_clear()
+    assert dev.cpu_precision() == first
 
 
-def test_the_measurement_is_taken_once(fresh_precision):
-    calls = []
-    fresh_precision.setattr(dev, "cpu_has_bf16", lambda: True)
-    fresh_precision.setattr(dev, "time_cpu_linear",
-                            lambda: calls.append(1) or {"fp32_seconds": 0.01, "bf16_seconds": 0.004})
-    for _ in range(3):
-        dev.pick_precision("auto", torch.device("cpu"))
-    assert len(calls) == 1
+@pytest.mark.parametrize("capability,picked", [((9, 0), "bf16"), ((8, 0), "bf16"), ((7, 0), "fp16"), ((7, 5), "fp16")])
+def test_cuda_bf16_from_compute_capability_8(monkeypatch, capability, picked):
+    """torch.cuda.is_bf16_supported() also counts a V100's or T4's emulated bf16; the capability does not."""
+    seen = []
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d: seen.append(d) or capability)
+    assert dev.pick_precision("auto", torch.device("cuda:1")) == picked
+    assert seen == [torch.device("cuda:1")]  # the device used, not the current one
+
+
+def test_a_run_recorded_precision_is_kept_on_the_same_kind_of_device(monkeypatch):
+    monkeypatch.setattr(dev, "cpu_precision", lambda: ("fp32", "decided now"))
+    meta = {"precision": "bf16", "device": "cpu", "precision_reason": "native bf16"}
+    assert dev.recorded_precision("auto", meta, torch.device("cpu"))[0] == "bf16"
+    assert dev.recorded_precision("fp16", meta, torch.device("cpu"))[0] == "fp16"  # explicit config wins
+    assert dev.recorded_precision("auto", {**meta, "device": "cuda:0"}, torch.device("cpu"))[0] == "fp32"
 
 
 # --- the config key ---------------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def test_jobs_auto_on_cuda_fits_the_memory_estimate(ablation, monkeypatch):
     runs = ablate.plan_runs(cfg, arms, [1337, 1338, 1339, 1340, 1341], 25)  # never trained: all five to do
     assert {r.status for r in runs} == {"new"}
     monkeypatch.setattr(device_module, "pick_device", lambda requested: torch.device("cuda", 0))
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "stub GPU")
     per_run = ablate.run_memory(ablate.variant_config(cfg), torch.device("cuda", 0))
     assert per_run > 0.5 * 2 ** 30  # the CUDA context each process adds, at least

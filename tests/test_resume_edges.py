@@ -383,3 +383,30 @@ def test_sigterm_saves_a_checkpoint_where_it_stopped_and_resume_continues_from_i
     assert f"resumed from {train_dir / 'checkpoints' / f'step_{at:07d}'} (step {at})" in resumed.stderr
     assert [r["step"] for r in read_rows(train_dir / "metrics.jsonl")] == list(range(1, last + 1))
     assert "scratchlm run dashboard" in write_dashboard(train_dir, tmp_path).read_text()
+
+
+def _final_weights(train_dir):
+    from safetensors.torch import load_file
+
+    return load_file(str(train_dir / "checkpoints" / "step_0000020" / "model.safetensors"))
+
+
+def test_a_resume_trains_in_the_precision_its_run_recorded(run, monkeypatch):
+    """The first process of a run decides bf16; the resumed one would decide fp32 on this machine now (it was
+    busy, its limits changed) and takes the recorded bf16 instead: bit-identical to the run that never stopped."""
+    from scratchlm.model import device as dev
+
+    cfg, art = run
+    train_dir = art["train"].dir
+    monkeypatch.setattr(dev, "cpu_precision", lambda: ("bf16", "forced bf16 for the test"))
+    assert cli.main(["train", "-c", str(cfg.path)]) == 0
+    whole = _final_weights(train_dir)
+    shutil.rmtree(train_dir)
+    assert cli.main(["train", "-c", str(cfg.path), "--stop-at", "5"]) == 0
+    monkeypatch.setattr(dev, "cpu_precision", lambda: ("fp32", "forced fp32 for the test"))
+    assert cli.main(["train", "-c", str(cfg.path), "--resume"]) == 0
+    resumed = _final_weights(train_dir)
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+    summary = read_json(train_dir / "summary.json")
+    assert summary["precision"] == "bf16" and "recorded by the run (forced bf16" in summary["precision_reason"]
+    assert read_json(train_dir / "checkpoints" / "step_0000020" / "meta.json")["precision"] == "bf16"

@@ -205,7 +205,7 @@ class TrainConfig:
     beta1: float = bounded(0.9, ge=0, lt=1)
     beta2: float = bounded(0.95, ge=0, lt=1)
     grad_clip: float = bounded(1.0, ge=0)  # 0 disables clipping (not recommended)
-    precision: str = "auto"  # auto | bf16 | fp16 | fp32; auto: bf16 on a GPU that has it (else fp16), on a CPU where bf16 measures clearly faster than fp32, else fp32
+    precision: str = "auto"  # auto | bf16 | fp16 | fp32; auto: bf16 on a GPU of compute capability >= 8.0 (else fp16), on a CPU with native bf16 (avx512_bf16/amx_bf16, torch not limited to AVX2), else fp32; decided once per run and recorded in its checkpoints
     device: str = "auto"  # auto | cpu | cuda | mps
     compile: bool | str = "auto"  # auto | true | false: torch.compile the model; auto compiles when the plan measured that the time saved over max_steps exceeds the compile time
     activation_checkpointing: bool = False  # recompute each block in backward: less memory, ~30% more compute

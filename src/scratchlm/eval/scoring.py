@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..model.checkpoint import load_model
-from ..model.device import pick_device, pick_precision
+from ..model.device import pick_device, recorded_precision
 from .loss import evaluate_domains, mean_over_domains, unigram_baseline
 
 
@@ -24,8 +24,8 @@ class ScoredCheckpoint:
 def score_checkpoint(cfg: Config, checkpoint: Path, shards_dir: Path, device=None) -> ScoredCheckpoint:
     """device: where to evaluate (default: the config's training device)."""
     device = pick_device(cfg.train.device) if device is None else device
-    precision = pick_precision(cfg.train.precision, device)
     model, tokenizer, meta = load_model(checkpoint, device)
+    precision = recorded_precision(cfg.train.precision, meta, device)[0]  # the run's, where it trained
     batch, max_batches = cfg.train.batch_size, cfg.eval.max_batches
     domains = evaluate_domains(model, shards_dir, batch, max_batches, device, precision)
     baseline = unigram_baseline(shards_dir, model.cfg.seq_len, batch * max_batches)  # on the same windows

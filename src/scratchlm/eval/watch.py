@@ -26,7 +26,7 @@ from ..config import Config
 from ..errors import UserError
 from ..ids import read_json
 from ..model.checkpoint import list_checkpoints, load_model
-from ..model.device import pick_device, pick_precision
+from ..model.device import pick_device, recorded_precision
 from ..monitor.metrics_file import append_row
 from ..monitor.monitor import read_rows
 from ..monitor.sample_diff import (
@@ -188,8 +188,7 @@ class Watcher:
         model, tokenizer, meta = load_model(checkpoint, self.device)  # verifies every checksum first
         identity = id_from_meta(meta)
         # The trainer's precision where the watcher runs on the same kind of device: the same numbers as inline.
-        same_kind = meta.get("device", "").split(":")[0] == self.device.type
-        precision = meta["precision"] if same_kind else pick_precision(self.cfg.train.precision, self.device)
+        precision = recorded_precision(self.cfg.train.precision, meta, self.device)[0]
         row, samples = evaluate_step(model, tokenizer, self.shards, self.cfg, meta.get("prompts", []), self.device,
                                      precision, step)
         row["repetition"] = repetition_rates(samples, self.cfg.monitor.repetition_ngram)

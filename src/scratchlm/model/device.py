@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-import time
+import os
 from functools import lru_cache
 
 import torch
@@ -20,18 +20,20 @@ def pick_device(requested: str = "auto") -> torch.device:
     return torch.device("cpu")
 
 
-# bf16 is picked on a CPU only when a bf16 linear layer (forward + backward) is at least this much faster than
-# fp32: the rest of the step (norms, softmax, the optimizer, the casts autocast adds) does not speed up, so a
-# smaller win on the matmuls alone can vanish in the whole step, and one worker's timings on shared cores vary
-# by ~10%. Measured on an AVX512-BF16 CPU: ~1.9x (fp32 8.7 ms, bf16 4.6 ms); with oneDNN limited to AVX2: 0.08x.
-BF16_MIN_SPEEDUP = 1.25
-BF16_PROBE_SECONDS = 0.3  # the measuring window, warm-up included; one round past it at most
+# bf16 autocast on a CPU pays only where the matmuls have native bf16 dot products (AVX512-BF16 or AMX) and
+# both of torch's CPU back ends may use them: ATen's kernels (ATEN_CPU_CAPABILITY) and oneDNN's
+# (ONEDNN_MAX_CPU_ISA). Measured on an AVX512-BF16 CPU, one linear forward + backward: bf16 ~1.9x faster than
+# fp32 (8.7 ms vs 4.6 ms); with oneDNN limited to AVX2 it is emulated, 0.08x. The choice is read from these
+# facts, never from a stopwatch: a timing taken while the machine is busy would let two processes of one run
+# (a resume, another rank) train in different precisions.
+ATEN_BF16_CAPABILITIES = ("AVX512", "AMX")  # torch.backends.cpu.get_cpu_capability(); "AVX2", "DEFAULT" lack it
+# ONEDNN_MAX_CPU_ISA values that cap oneDNN below native bf16 (oneDNN's ISA names, oldest first).
+ONEDNN_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
 @lru_cache(maxsize=1)
 def cpu_has_bf16() -> bool:
-    """The cheap pre-filter: without AVX512-BF16 or AMX, bf16 on CPU is emulated and slower than fp32. With the
-    flag, oneDNN may still be limited (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY), so the flag alone decides nothing."""
+    """The CPU itself: AVX512-BF16 or AMX-BF16 in /proc/cpuinfo."""
     try:
         flags = open("/proc/cpuinfo").read()
     except OSError:
@@ -39,76 +41,60 @@ def cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def _linear_step(bf16: bool):
-    """One forward + backward of a transformer-sized linear layer (256 x 512 -> 1024), as autocast runs it."""
-    gen = torch.Generator().manual_seed(0)
-    layer = torch.nn.Linear(512, 1024)
-    x = torch.randn(256, 512, generator=gen, requires_grad=True)
-
-    def step() -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            y = layer(x)
-        y.float().sum().backward()
-
-    return step
-
-
-def time_cpu_linear(seconds: float = BF16_PROBE_SECONDS) -> dict:
-    """Best time of the fp32 and the bf16 step, interleaved so that a busy spell on shared cores hits both;
-    the minimum is the time of an undisturbed call.
-
-    On one thread: whether bf16 has native kernels is a property of each core (its ISA as oneDNN sees it), and
-    with several threads on cores another process keeps busy every call waits out a scheduler slice for its
-    slowest thread (2 threads under load: ~95 ms fp32 and ~110 ms bf16 for a ~9 ms / ~5 ms step), which hides it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        deadline = time.perf_counter() + seconds  # the warm-up counts: emulated bf16 takes ~0.2 s per call
-        steps = {"fp32": _linear_step(False), "bf16": _linear_step(True)}
-        for step in steps.values():  # first calls pick and build kernels
-            step()
-        best = dict.fromkeys(steps, float("inf"))
-        rounds = 0
-        while time.perf_counter() < deadline or rounds < 1:
-            for name, step in steps.items():
-                t0 = time.perf_counter()
-                step()
-                best[name] = min(best[name], time.perf_counter() - t0)
-            rounds += 1
-    finally:
-        torch.set_num_threads(threads)
-    return {"fp32_seconds": best["fp32"], "bf16_seconds": best["bf16"], "rounds": rounds}
-
-
-def bf16_choice(timings: dict) -> tuple[bool, str]:
-    """bf16 iff its measured speed-up clears BF16_MIN_SPEEDUP; the reason names the numbers."""
-    speedup = timings["fp32_seconds"] / timings["bf16_seconds"]
-    numbers = (f"bf16 {timings['bf16_seconds'] * 1e3:.2f} ms vs fp32 {timings['fp32_seconds'] * 1e3:.2f} ms "
-               f"per linear fwd+bwd, {speedup:.2f}x")
-    if speedup >= BF16_MIN_SPEEDUP:
-        return True, f"{numbers} >= {BF16_MIN_SPEEDUP}x"
-    return False, f"{numbers} < {BF16_MIN_SPEEDUP}x"
+def cpu_precision_facts() -> tuple[str, str]:
+    """The CPU's precision and why, from the CPU's flags and the limits set on torch's back ends."""
+    if not cpu_has_bf16():
+        return "fp32", "no avx512_bf16/amx_bf16 in /proc/cpuinfo: bf16 would be emulated"
+    aten = torch.backends.cpu.get_cpu_capability()
+    if aten not in ATEN_BF16_CAPABILITIES:
+        return "fp32", f"ATen's kernels are limited to {aten} (ATEN_CPU_CAPABILITY): bf16 would be emulated"
+    onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", os.environ.get("DNNL_MAX_CPU_ISA", "")).upper()
+    if onednn in ONEDNN_WITHOUT_BF16:
+        return "fp32", f"oneDNN is limited to {onednn} (ONEDNN_MAX_CPU_ISA): bf16 would be emulated"
+    return "bf16", f"native bf16 on this CPU (avx512_bf16/amx_bf16, ATen {aten}, oneDNN unlimited)"
 
 
 @lru_cache(maxsize=1)
 def cpu_precision() -> tuple[str, str]:
-    """The CPU's precision and why, measured once per process."""
-    if not cpu_has_bf16():
-        return "fp32", "no avx512_bf16/amx_bf16 in /proc/cpuinfo: bf16 would be emulated"
-    use_bf16, why = bf16_choice(time_cpu_linear())
-    choice = "bf16" if use_bf16 else "fp32"
-    log(f"precision auto on this CPU: {choice} (measured {why})")
-    return choice, f"measured: {why}"
+    """cpu_precision_facts, said once per process."""
+    choice, why = cpu_precision_facts()
+    log(f"precision auto on this CPU: {choice}: {why}")
+    return choice, why
+
+
+def cuda_precision(device: torch.device) -> tuple[str, str]:
+    """bf16 from compute capability 8.0 (Ampere) on, on the device used: torch.cuda.is_bf16_supported() also
+    counts the emulated bf16 of a V100 or T4, which is slow and falls back to the math attention kernel."""
+    major, minor = torch.cuda.get_device_capability(device)
+    if (major, minor) >= (8, 0):
+        return "bf16", f"compute capability {major}.{minor} has native bf16"
+    return "fp16", f"compute capability {major}.{minor} < 8.0: no native bf16, fp16 with loss scaling"
+
+
+def decide_precision(requested: str, device: torch.device) -> tuple[str, str]:
+    """The precision a new run takes on `device`, and why. A run decides it once; its later processes take the
+    recorded one (recorded_precision)."""
+    if requested != "auto":
+        return requested, "set in the config (train.precision)"
+    if device.type == "cuda":
+        return cuda_precision(device)
+    if device.type == "cpu":
+        return cpu_precision()
+    return "fp32", f"auto on {device.type}: fp32"
 
 
 def pick_precision(requested: str, device: torch.device) -> str:
-    if requested != "auto":
-        return requested
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    if device.type == "cpu":
-        return cpu_precision()[0]
-    return "fp32"
+    return decide_precision(requested, device)[0]
+
+
+def recorded_precision(requested: str, meta: dict, device: torch.device) -> tuple[str, str]:
+    """The precision of a process that continues or reads a run (a resume, an evaluation of its checkpoint):
+    the one the run recorded in its checkpoint's meta when `requested` is auto and the device is of the kind
+    the run trained on, so that no later process decides differently; else decided here."""
+    recorded = meta.get("precision")
+    if requested == "auto" and recorded and meta.get("device", "").split(":")[0] == device.type:
+        return recorded, f"recorded by the run ({meta.get('precision_reason') or 'its first process'})"
+    return decide_precision(requested, device)
 
 
 def autocast(device: torch.device, precision: str):

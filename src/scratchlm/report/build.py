@@ -79,7 +79,8 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md += ["", "## Training", ""]
     md.append(f"{train_summary['n_params']:,} parameters ({train_summary['n_params_non_embedding']:,} without "
               f"embeddings), {train_summary['steps']} steps, {train_summary['tokens']:,} tokens, on "
-              f"{train_summary['device']} in {train_summary['precision']}.")
+              f"{train_summary['device']} in {train_summary['precision']}"
+              + (f" ({train_summary['precision_reason']})." if train_summary.get("precision_reason") else "."))
     last = [r for r in rows if "tokens_per_s" in r]
     if last:
         md.append(f"Throughput at the end: {last[-1]['tokens_per_s']:,.0f} tokens/s.")

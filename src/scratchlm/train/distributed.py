@@ -87,6 +87,15 @@ def any_rank(flag: bool, world: World, device: torch.device) -> bool:
     return bool(t.item())
 
 
+def same_on_all_ranks(value, world: World):
+    """Rank 0's `value` (any picklable object) on every rank: a decision a run takes once, for all its ranks."""
+    if not world.active:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def barrier(world: World) -> None:
     if world.active:
         dist.barrier()

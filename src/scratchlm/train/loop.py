@@ -24,7 +24,7 @@ from ..ids import read_json, write_json
 from ..model import GPT
 from ..model.best import best_checkpoint, rebuild_best
 from ..model.checkpoint import check_checkpoint, list_checkpoints, load_model_weights, step_dirs, verify_checkpoint
-from ..model.device import autocast, pick_device, pick_precision, sync
+from ..model.device import autocast, decide_precision, pick_device, recorded_precision, sync
 from ..monitor import Monitor, NullMonitor
 from ..monitor.diagnosis import next_steps, nonfinite_text
 from ..monitor.metrics_file import append_row, metrics_lock
@@ -37,7 +37,7 @@ from . import optim
 from .batch import effective_batch
 from .checkpoint import load_training_state, save_checkpoint, set_rng_state
 from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
-                          mean_over_ranks, wrap_model)
+                          mean_over_ranks, same_on_all_ranks, wrap_model)
 from .loader import MixtureLoader, Prefetcher, pins_batches
 from .schedule import lr_factor
 from .start_from import is_own_checkpoint, keep_hyperparameters, load_start, restore_hyperparameters
@@ -182,7 +182,6 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
            resume: bool, resume_from: Path | None, world: World, device: torch.device, stop: StopOnSignal) -> dict:
     t, m = cfg.train, cfg.model
     external = t.eval == "external"  # evaluations are the eval watcher's, from the checkpoints of eval steps
-    precision = pick_precision(t.precision, device)
     batch = effective_batch(cfg, world.size)
     grad_accum = batch.grad_accum
     torch.manual_seed(t.seed)
@@ -194,7 +193,6 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     check_tokenizer_matches(shards, tokenizer_dir / "tokenizer.json", shards_dir)
     raw = GPT(m, shards["vocab_size"]).to(device)  # the plain module: weights in, weights out, evaluation
     raw.activation_checkpointing = t.activation_checkpointing
-    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     loader = MixtureLoader(shards_dir, m.seq_len, t.batch_size, t.seed, world.rank, world.size, grad_accum)
     if loader.skipped and world.main:
         log(f"train: sources {loader.skipped} have fewer than seq_len+1 tokens and are not sampled")
@@ -205,7 +203,7 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         (out / "summary.json").unlink(missing_ok=True)  # written again at the end: the watcher's "training is done"
         write_trainer_info(out, device, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     meta = {"config": cfg.to_dict(), "seed": t.seed, "ids": ids, "vocab_size": shards["vocab_size"],
-            "n_params": raw.num_params(), "precision": precision, "device": str(device), "prompts": prompts,
+            "n_params": raw.num_params(), "device": str(device), "prompts": prompts,
             "world_size": world.size, "grad_accum": grad_accum}
 
     step = 0
@@ -230,6 +228,10 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         log(f"train: found checkpoints up to {existing[-1].name} from an unfinished run; starting over "
             + (f"from {resume_from} " if other_run else "") + "(pass --resume to continue it instead)")
         shutil.rmtree(ckpt_dir)
+    resumed = state if state is not None and not other_run else None
+    precision, meta["precision_reason"] = run_precision(t.precision, device, resumed, world)
+    meta["precision"] = precision
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     barrier(world)
     model = wrap_model(raw, world, t.fsdp, device)
     optimizer = build_optimizer(raw, cfg, device)  # FSDP2 has already made raw's parameters DTensor shards
@@ -405,7 +407,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
     barrier(world)
     summary = {"steps": step, "tokens": step * tokens_per_step, "n_params": raw.num_params(),
                "n_params_non_embedding": raw.num_params(embeddings=False), "device": str(device),
-               "precision": precision, "world_size": world.size, "epochs_per_source": loader.epochs(),
+               "precision": precision, "precision_reason": meta["precision_reason"], "world_size": world.size,
+               "epochs_per_source": loader.epochs(),
                "monitor": monitor.close()["detectors"],  # verdict per detector
                **({"started_from": meta["started_from"]} if meta.get("started_from") else {})}
     if world.main:
@@ -455,9 +458,20 @@ def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: P
             say(f"train: skipped checkpoint {path.name}: {e}")
             continue
         say(f"train: resumed from {path} (step {state['step']})")
-        return {**state, "started_from": read_json(path / "meta.json").get("started_from")}
+        meta = read_json(path / "meta.json")
+        return {**state, "started_from": meta.get("started_from"), "meta": meta}
     raise UserError(f"--resume: no checkpoint in {ckpt_dir} can be loaded (newest {problems[0]}); "
                     f"run without --resume to start over")
+
+
+def run_precision(requested: str, device: torch.device, resumed: dict | None, world: World) -> tuple[str, str]:
+    """The run's precision and why: the one its checkpoint recorded when resuming (a machine that would decide
+    differently now must not change a run's numerics halfway), else decided here; rank 0's on every rank."""
+    if resumed is not None:
+        precision, why = recorded_precision(requested, resumed["meta"], device)
+    else:
+        precision, why = decide_precision(requested, device)
+    return same_on_all_ranks((precision, why), world)
 
 
 def step_line(step: int, max_steps: int, row: dict, seconds_per_step: float) -> str:
