@@ -17,7 +17,7 @@ LAYERS = (
     ("base", ("errors", "ids", "md", "progress", "disk", "pool", "rating", "userjsonl", "workdir_lock", "atomic",
               "toml_text")),
     ("config", ("config", "presets", "executor")),  # the typed config, the model presets it expands, where tasks run
-    ("pipeline", ("pipeline",)),  # artifacts: IDs, skipping, manifests; no stage knowledge
+    ("pipeline", ("pipeline", "artifact_files")),  # artifacts: IDs, skipping, manifests; no stage knowledge
     ("data", ("data",)),
     ("decontaminate", ("decontaminate",)),
     ("tokenizer", ("tokenizer",)),

@@ -10,16 +10,15 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
+from .artifact_files import MANIFEST, damage, every_file, record
 from .errors import UserError
 from .ids import read_json, write_json
 from .progress import duration, log
 
 if TYPE_CHECKING:
     from .config import Config
-
-MANIFEST = "manifest.json"
 
 
 @dataclass
@@ -30,13 +29,48 @@ class Artifact:
     inputs: dict[str, str] = field(default_factory=dict)
     command: str = ""  # the command that makes it, for "run X first"
     lineage: tuple[str, ...] = ()  # JSON files of it copied into the workdir's lineage.json
+    # The files later stages read, given the directory and the stage's result; every file when None.
+    outputs: Callable[[Path, dict], Iterable[Path]] | None = None
 
     @property
     def done(self) -> bool:
         return (self.dir / MANIFEST).exists()
 
     def manifest(self) -> dict:
-        return read_json(self.dir / MANIFEST)
+        try:
+            return read_json(self.dir / MANIFEST)
+        except ValueError as e:
+            raise UserError(self.damaged(f"{self.dir / MANIFEST} is not valid JSON ({e})")) from None
+
+    def damage(self, deep: bool = False) -> str | None:
+        """What is wrong with the files the manifest lists, or None (also for a manifest from before the list)."""
+        return damage(self.dir, self.manifest().get("files", {}), deep)
+
+    def check_whole(self, deep: bool = False) -> None:
+        """A UserError naming the first damaged file and the command that rebuilds the artifact."""
+        self.record_files()
+        problem = self.damage(deep)
+        if problem:
+            raise UserError(self.damaged(problem))
+
+    def damaged(self, problem: str) -> str:
+        """The line that says so, with the command that rebuilds it."""
+        return f"{self.stage} (id {self.id}) is damaged: {problem}; rebuild it with `{self.command} -c CONFIG --force`"
+
+    def files(self, result: dict) -> dict[str, dict]:
+        """The record of its files for its manifest."""
+        return record(self.dir, self.outputs(self.dir, result) if self.outputs else every_file(self.dir))
+
+    def record_files(self) -> None:
+        """A manifest written before manifests listed files gets the list, of the files as they are now."""
+        manifest = self.manifest()
+        if "files" not in manifest:
+            manifest["files"] = self.files(manifest["result"])
+            try:
+                write_json(self.dir / MANIFEST, manifest)
+            except OSError:  # a workdir read-only to this user: checked again, and recorded, by one that can write
+                return
+            log(f"{self.stage}: its manifest predates file lists; {len(manifest['files'])} files recorded as they are")
 
 
 def plan_path(workdir: Path, train_id: str) -> Path:
@@ -50,6 +84,7 @@ def require(art: dict[str, Artifact], stage: str) -> Artifact:
     if not a.done:
         raise UserError(f"the {stage} stage for this config (id {a.id}) has not run yet: run `{a.command} -c "
                         f"CONFIG` or `scratchlm run -c CONFIG`")
+    a.check_whole()
     return a
 
 
@@ -60,6 +95,7 @@ def run_stage(cfg: Config, art: dict[str, Artifact], stage: str, work: Callable[
     for dep in a.inputs:
         require(art, dep)
     if a.done and not force:
+        a.check_whole()
         log(f"{stage}: up to date, skipped (id {a.id}: same inputs and [{stage}] config as {a.dir})")
         _write_lineage(cfg, art)
         return a.manifest()["result"]
@@ -71,7 +107,8 @@ def run_stage(cfg: Config, art: dict[str, Artifact], stage: str, work: Callable[
     result = work(a.dir)
     seconds = time.time() - t0
     write_json(a.dir / MANIFEST, {"stage": stage, "id": a.id, "inputs": a.inputs, "seconds": seconds,
-                                  "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "result": result})
+                                  "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "result": result,
+                                  "files": a.files(result)})
     _write_lineage(cfg, art)
     log(f"{stage}: done in {duration(seconds)}")
     return result

@@ -74,6 +74,8 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
     from .train.loop import train_model
 
     prompts = cfg.eval.prompts or default_prompts(require(art, "data").dir)
+    if not (resume or resume_from is not None or force):
+        _refuse_to_discard(art["train"])
     if not art["train"].done:
         from .train.mix import planned_mix
         from .ids import read_json
@@ -90,6 +92,22 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
         a = art["train"]
         return a.manifest()["result"] if a.done and not force else work(a.dir)
     return run_stage(cfg, art, "train", work, force, keep_partial=resume or resume_from is not None)
+
+
+def _refuse_to_discard(a: Artifact) -> None:
+    """A training directory with checkpoints and no manifest is a run that was stopped, or a finished one whose
+    manifest was lost: starting over would delete hours of training without a word."""
+    from .errors import UserError
+    from .model.checkpoint import list_checkpoints
+
+    checkpoints = [] if a.done else list_checkpoints(a.dir / "checkpoints")
+    if not checkpoints:
+        return
+    what = ("a finished training whose manifest.json is missing" if (a.dir / "summary.json").exists() else
+            "an unfinished training")
+    raise UserError(f"train: {a.dir} holds {what}, with checkpoints up to {checkpoints[-1].name}: continue it with "
+                    f"--resume (a finished one is recorded again, no step trained), or discard it and train from "
+                    f"step 0 with `scratchlm train -c CONFIG --force`")
 
 
 def stage_eval(cfg: Config, art: dict[str, Artifact], force: bool = False) -> dict:
@@ -169,6 +187,17 @@ def _train_identity(cfg: Config, cache: DigestCache) -> list:
     return [cfg.identity("model"), cfg.identity("train"), cfg.eval.prompts]
 
 
+def _train_outputs(directory: Path, result: dict) -> list[Path]:
+    """What later stages read of a training: its final and best checkpoints, summary and tokenizer. Its logs and
+    earlier checkpoints are not: the eval watcher appends to the logs after the manifest, and a user may delete
+    earlier checkpoints to free space."""
+    # by name, under this directory: the result's absolute paths are stale once a workdir is moved
+    checkpoints = {directory / "checkpoints" / Path(result[k]).name for k in ("checkpoint", "best_checkpoint")
+                   if result.get(k)}
+    return [directory / "summary.json", directory / "tokenizer.json",
+            *(f for c in checkpoints if c.is_dir() for f in c.iterdir() if f.is_file())]
+
+
 def _check_data_config(cfg: Config, where: str) -> None:
     from .data.config_checks import check_data_config
 
@@ -188,6 +217,7 @@ class Stage:
     check: Callable[[Config, str], None] | None = None  # config checks that need the stage's own tables
     artifact: bool = True  # False: a gate before the next stage, which writes no artifact and is never skipped
     lineage: tuple[str, ...] = ()  # JSON files of its artifact copied into the workdir's lineage.json
+    outputs: Callable[[Path, dict], Any] | None = None  # the files later stages read (pipeline.Artifact.outputs)
 
     @property
     def cli(self) -> str:
@@ -208,7 +238,7 @@ STAGES = (
           "measure compute, memory and time on this hardware; verdicts before training", stage_plan,
           artifact=False),
     Stage("train", "train", ("shards", "tokenizer"), ("model", "train"), ("train",), "pretrain the model",
-          stage_train, _train_identity),
+          stage_train, _train_identity, outputs=_train_outputs),
     Stage("eval", "eval", ("train", "shards"), ("eval",), ("eval",),
           "evaluate the final checkpoint per domain; or a checkpoint with the full suite (--checkpoint), write a "
           "human rating sheet (human), score one (rate)", stage_eval),
@@ -249,7 +279,7 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
         parts = stage.identity(cfg, cache) if stage.identity else [cfg.identity(s) for s in stage.sections]
         ids[stage.name] = content_id(stage.name, inputs, *parts)
         art[stage.name] = Artifact(stage.name, ids[stage.name], cfg.workdir / stage.name / ids[stage.name], inputs,
-                                   stage.cli, stage.lineage)
+                                   stage.cli, stage.lineage, stage.outputs)
     cache.save()
     return art
 

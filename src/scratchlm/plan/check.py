@@ -58,6 +58,23 @@ def _contamination_verdict(art: dict[str, Artifact]) -> Verdict:
     return Verdict(name, result["verdict"], summary, {"eval_sets": sets, "report": result["report"]})
 
 
+def artifacts_verdict(art: dict[str, Artifact]) -> Verdict:
+    """Every byte of every built stage against the sizes and hashes its manifest recorded (pipeline.Artifact)."""
+    name = "stage outputs whole"
+    built = [a for a in art.values() if a.done]
+    if not built:
+        return Verdict(name, NOT_AVAILABLE, "no stage has run yet", {})
+    problems = {a.stage: problem for a in built if (problem := a.damage(deep=True))}
+    if problems:
+        stage, problem = next(iter(problems.items()))
+        return Verdict(name, "error", art[stage].damaged(problem), {"damaged": problems})
+    listed = {a.stage: len(a.manifest().get("files", {})) for a in built}
+    unlisted = [s for s, n in listed.items() if not n]
+    return Verdict(name, "ok", f"{sum(listed.values()):,} files of {len(built)} stages hashed and whole"
+                   + (f"; {', '.join(unlisted)} built before files were recorded: not checked" if unlisted else ""),
+                   {"files": listed})
+
+
 def _sandbox_verdict(cfg: Config) -> Verdict:
     """Where `eval --checkpoint` would run model-written code (HumanEval): the OS sandbox, or why not."""
     from ..eval.sandbox import choose_isolation

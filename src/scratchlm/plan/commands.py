@@ -7,8 +7,9 @@ import sys
 from typing import Callable
 
 from ..config import Config
+from ..errors import UserError
 from ..pipeline import Artifact
-from .check import render_checklist, run_checklist
+from .check import artifacts_verdict, render_checklist, run_checklist
 from .demo import accepted_notes, blocking_errors
 from .make import make_plan
 from .render import render_plan
@@ -28,10 +29,13 @@ def check_command(cfg: Config, plan_artifacts: Callable[[Config], dict[str, Arti
                   args: argparse.Namespace) -> int:
     """plan_artifacts: the stage registry's, for this config and the resume check's copy of it."""
     art = plan_artifacts(cfg)
+    whole = artifacts_verdict(art)  # before the plan, which reads them
+    if whole.level == "error":
+        raise UserError(whole.summary)
     plan = make_plan(cfg, art, budget_hours=args.budget_hours, price_per_hour=args.price_per_hour,
                      probe_seconds=args.probe_seconds)
     resume = None if args.skip_resume else verify_resume(cfg, art, plan_artifacts)
-    items = run_checklist(cfg, art, plan, resume)
+    items = [whole, *run_checklist(cfg, art, plan, resume)]
     if args.json:
         print(json.dumps([v.as_dict() for v in items], indent=2, default=str))
     else:

@@ -80,6 +80,8 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
     from .probe import run_probe
 
     where = str(cfg.path) if cfg.path else "config"
+    for built in (a for a in art.values() if a.done):  # the plan reads shards.json, the tokenizer, the corpus
+        built.check_whole()
     budget = resolve_budget(cfg, art["train"].id, budget_hours, price_per_hour)  # flag, [plan], or the saved plan
     budget_hours, price_per_hour = budget.hours, budget.price_per_hour
     if tokens_per_param <= 0:

@@ -120,9 +120,17 @@ class TokenShard:
         if magic != MAGIC or version != VERSION or width not in (2, 4):
             raise UserError(f"{self.path}: not a scratchlm token shard (bad header)")
         dtype = np.uint16 if width == 2 else np.uint32
+        size, expected = self.path.stat().st_size, HEADER.size + n_tokens * width
+        if size < expected:  # np.memmap would raise "mmap length is greater than file size"
+            raise UserError(f"{self.path}: token shard cut short ({size:,} bytes, its header says {expected:,}); "
+                            "rebuild the shards with `scratchlm tokenizer encode -c CONFIG --force`")
         self.tokens = (np.memmap(self.path, dtype=dtype, mode="r", offset=HEADER.size, shape=(n_tokens,))
                        if n_tokens else np.zeros(0, dtype=dtype))
-        self.docs = np.load(self.path.with_suffix(".idx.npy"))
+        try:
+            self.docs = np.load(self.path.with_suffix(".idx.npy"))
+        except (OSError, ValueError, EOFError) as e:
+            raise UserError(f"{self.path.with_suffix('.idx.npy')}: cannot read the shard's document index ({e}); "
+                            "rebuild the shards with `scratchlm tokenizer encode -c CONFIG --force`") from None
         if len(self.docs) != n_docs:
             raise UserError(f"{self.path}: index has {len(self.docs)} documents, header says {n_docs}")
 
