@@ -178,7 +178,8 @@ def test_a_file_that_vanished_after_listing_is_one_line_naming_it(tmp_path, monk
     with pytest.raises(UserError, match=r"gone\.txt: listed as an input but no longer exists"):
         DigestCache(tmp_path / "d.json").digest(tmp_path / "gone.txt")
     (tmp_path / "here.txt").write_text("a document that is still here")
-    monkeypatch.setattr(units, "source_files", lambda src, base: [tmp_path / "here.txt", tmp_path / "gone.txt"])
+    listing = units.SourceListing([tmp_path / "here.txt", tmp_path / "gone.txt"], tmp_path)
+    monkeypatch.setattr(units, "list_source", lambda src, base, workdir: listing)
     with pytest.raises(UserError, match=r"gone\.txt: listed as an input but no longer exists"):
         units.plan_units(_config(tmp_path, {"s": "here.txt"}), DigestCache(tmp_path / "d.json"))
 
@@ -331,3 +332,68 @@ def test_a_moved_workdir_reuses_every_cached_step_and_the_dedup_decisions(tmp_pa
     assert again["cache"] == {step: 1 for step in again["cache"]}, again["cache"]  # one unit, every step cached
     assert sorted(p.name for p in (cfg.workdir / "data" / "cache" / "find_duplicates").iterdir()) == dedup_entries
     assert again["sources"]["s"]["dropped"] == first["sources"]["s"]["dropped"]
+
+
+# 7. File names and the workdir ------------------------------------------------------------------------------------
+
+def _raw_name(folder: Path, name: bytes, data: bytes) -> None:
+    """A file whose name is not UTF-8: only a bytes path can spell it."""
+    with open(os.path.join(os.fsencode(folder), name), "wb") as f:
+        f.write(data)
+
+
+def test_a_file_name_that_is_not_utf8_goes_through_data_prepare(tmp_path, capsys):
+    from scratchlm.cli import main
+
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "plain.txt").write_text("a document with a plain name")
+    _raw_name(tmp_path / "f", b"caf\xe9.txt", "un document au nom en latin-1".encode())
+    _raw_name(tmp_path / "f", b"vide\xff.txt", b"")  # rejected: its name goes to the ledger
+    cut = zstandard.ZstdCompressor().compress(_lines(300))
+    _raw_name(tmp_path / "f", b"cut\xe9.jsonl.zst", cut[:len(cut) // 2])  # rejected, its name in the detail too
+    (tmp_path / "c.toml").write_text(f"[data]\nmin_chars = 10\nworkers = 1\nskip = {json.dumps(CONTENT_STEPS)}\n"
+                                     '[[data.sources]]\nname = "s"\ndomain = "web"\npath = "f"\n')
+    assert main(["data", "prepare", "-c", str(tmp_path / "c.toml")]) == 0
+    (out,) = [p.parent for p in (tmp_path / "run" / "data").glob("*/stats.json")]
+    kept = [d["id"] for f in (out / "train").glob("*.zst") for d in read_jsonl(f)]
+    kept += [d["id"] for d in read_jsonl(out / "val" / "web.jsonl")] if (out / "val" / "web.jsonl").exists() else []
+    assert sorted(kept) == ["s/caf%E9.txt", "s/plain.txt"]
+    ledger = {r["id"]: r for r in _ledger(out)}
+    assert ledger["s/vide%FF.txt"]["rule"] == "empty_file"
+    assert ledger["s/cut%E9.jsonl.zst:1"]["detail"].startswith("cut%E9.jsonl.zst: ")
+    assert "s/caf%E9.txt" in json.loads((out / "stats.json").read_text())["units"]["s-00000"]["files"]
+    capsys.readouterr()
+    assert main(["data", "explain", "-c", str(tmp_path / "c.toml"), "s/caf%E9.txt"]) == 0  # the escaped ID is usable
+    assert "read" in capsys.readouterr().out
+
+
+def _source_holding_the_workdir(tmp_path: Path, path: str):
+    (tmp_path / "src").mkdir()
+    for i in range(5):
+        (tmp_path / "src" / f"d{i}.txt").write_text(f"document {i} with enough text to keep")
+    cfg = _config(tmp_path, {"s": path})
+    cfg.run.workdir = "src/work"
+    return cfg
+
+
+@pytest.mark.parametrize("path", ["src", "src/**/*"])
+def test_a_workdir_inside_a_source_is_never_read_back(tmp_path, capsys, path):
+    # A second prepare once read the first one's cache and ledger as documents: 506 documents in instead of 5.
+    from scratchlm.data.readers import source_files
+
+    cfg = _source_holding_the_workdir(tmp_path, path)
+    counts = [_prepare(cfg, tmp_path / f"out{k}")[1]["sources"]["s"]["docs_in"] for k in range(2)]
+    assert counts == [5, 5]
+    listed = source_files(cfg.data.sources[0], cfg.base_dir, cfg.workdir)  # what the data ID is to hash
+    assert listed == [tmp_path / "src" / f"d{i}.txt" for i in range(5)]
+    said = [line for line in capsys.readouterr().err.splitlines() if "skipping the workdir" in line]
+    assert said == [f"source `s`: skipping the workdir {tmp_path / 'src' / 'work'} inside it"] * 2  # once a prepare
+
+
+def test_a_workdir_inside_a_source_keeps_the_data_id(tmp_path):
+    from scratchlm.stages import plan_artifacts
+
+    cfg = _source_holding_the_workdir(tmp_path, "src")
+    first = plan_artifacts(cfg)["data"].id
+    _prepare(cfg)
+    assert plan_artifacts(cfg)["data"].id == first

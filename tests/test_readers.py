@@ -124,3 +124,69 @@ def test_validation_grows_to_a_minimum_of_text_within_the_share_a_domain_can_spa
     n, plan = draw(1000, 1000, val_fraction=0.02, val_min_chars=20_000, val_max_share=0.1)
     assert n == 20 and plan["note"] == ""  # 20 docs already hold 20,000 chars
     assert draw(1000, 100, val_fraction=0.02, val_min_chars=0)[0] == 20
+
+
+def test_glob_ids_are_paths_below_the_globs_fixed_prefix(tmp_path):
+    # Two files of one name in two folders once shared the ID `s/numerictypes.py` (only the name was used).
+    for folder in ("core", "lib"):
+        (tmp_path / "numpy" / folder).mkdir(parents=True)
+        (tmp_path / "numpy" / folder / "numerictypes.py").write_text(f"# {folder}")
+    (tmp_path / "numpy" / "version.py").write_text("# top")
+    ids = [d["id"] for d in _read(tmp_path, "numpy/**/*.py")]
+    assert ids == ["s/core/numerictypes.py", "s/lib/numerictypes.py", "s/version.py"]
+    assert [d["id"] for d in _read(tmp_path, "numpy/[cl]*/numerictypes.py")] == ids[:2]
+    # a folder and a single file keep the IDs they always had
+    assert [d["id"] for d in _read(tmp_path, "numpy")] == ids
+    assert [d["id"] for d in _read(tmp_path, "numpy/core/numerictypes.py")] == ["s/numerictypes.py"]
+    from pathlib import Path
+
+    from scratchlm.data.readers import glob_root
+
+    assert glob_root(Path("/d/numpy/**/*.py")) == Path("/d/numpy") and glob_root(Path("x/f[0-9].txt")) == Path("x")
+
+
+def test_a_file_name_that_is_not_utf8_is_read_under_an_escaped_id(tmp_path):
+    import os
+
+    (tmp_path / "d").mkdir()
+    with open(os.path.join(os.fsencode(tmp_path / "d"), b"caf\xe9.txt"), "wb") as f:
+        f.write("un texte".encode())
+    (doc,) = _read(tmp_path, "d")
+    assert doc["id"] == "s/caf%E9.txt" and doc["text"] == "un texte"
+    from scratchlm.data.doc_ids import escape_name
+
+    assert escape_name(os.fsdecode(b"na\xefve\xff/\xe9t\xc3\xa9.md")) == "na%EFve%FF/%E9t\u00e9.md"  # UTF-8 stays
+    assert escape_name("100% sure.txt") == "100% sure.txt"  # a valid name is never changed
+
+
+def test_two_files_giving_one_id_stop_the_run_in_one_line_naming_both(tmp_path):
+    import os
+
+    from scratchlm.config import config_from_dict
+    from scratchlm.data.units import plan_units
+    from scratchlm.ids import DigestCache
+
+    def plan(folder):
+        cfg = config_from_dict({"data": {"sources": [{"name": "s", "domain": "d", "path": folder}]}})
+        cfg.path = tmp_path / "c.toml"
+        return plan_units(cfg, DigestCache(tmp_path / "digests.json"))
+
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "a.jsonl").write_bytes(_jsonl_bytes(LINES))  # its first line is `s/a.jsonl:1` ...
+    (tmp_path / "j" / "a.jsonl:1").write_text("a text file")  # ... and so is this file
+    with pytest.raises(UserError, match=r"^source `s`: two files would give documents the same ID `s/a\.jsonl:1`: "
+                                        r".*/j/a\.jsonl \(line or row 1\) and .*/j/a\.jsonl:1; rename one"):
+        plan("j")
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "caf%E9.txt").write_text("literal name")
+    with open(os.path.join(os.fsencode(tmp_path / "e"), b"caf\xe9.txt"), "wb") as f:
+        f.write(b"raw byte name")
+    with pytest.raises(UserError, match=r"`s/caf%E9\.txt`: .*/e/caf%E9\.txt and .*/e/caf%E9\.txt; rename one") as e:
+        plan("e")
+    assert "\n" not in str(e.value)
+    # Across sources (a name may hold a slash), and one file cut into line ranges is listed once per range
+    from scratchlm.data.doc_ids import check_unique_ids
+
+    with pytest.raises(UserError, match="^sources `a/b` and `a`: .* same ID `a/b/c.txt`"):
+        check_unique_ids([("a/b", "a/b/c.txt", "/x/c.txt", "text"), ("a", "a/b/c.txt", "/y/b/c.txt", "text")])
+    check_unique_ids([("s", "s/big.jsonl", "/x/big.jsonl", "jsonl")] * 3)

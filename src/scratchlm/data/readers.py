@@ -12,7 +12,10 @@ import codecs
 import glob
 import gzip
 import io
+import itertools
 import json
+import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ import zstandard
 from ..config import SourceConfig
 from ..errors import UserError
 from .compressed import open_binary
+from .doc_ids import escape_name, file_id
 from .html_losses import RULE_PREFIX
 from .rejected import Rejected
 from .text_encoding import (NUL_OR_SURROGATE_ESCAPE, Recoded, decode_file, decode_line, repaired, strip_nuls,
@@ -45,6 +49,7 @@ ASSET_EXTENSIONS = frozenset(
     ".ttf .otf .eot .pdf .zip .tar .tgz .bz2 .xz .7z .jar .whl .exe .dll .so .dylib .o .a .pyc .class .bin .mp3 "
     ".mp4 .wav .ogg .webm .mov .avi .db .sqlite .lock".split())
 SKIP = "skip"  # the format of an asset file: not read, recorded as not_a_document
+_GLOB_CHARS = re.compile(r"[*?[]")  # what makes a path component a pattern (as glob.has_magic)
 
 
 def infer_format(path: Path, code: bool = False) -> str:
@@ -62,18 +67,72 @@ def file_format(src: SourceConfig, path: Path) -> str:
     return src.format or infer_format(path, code=src.filter_profile == "code")
 
 
-def source_files(src: SourceConfig, base: Path) -> list[Path]:
+@dataclass(frozen=True)
+class SourceListing:
+    """A source's files, what their IDs are relative to, and the workdir left out of them."""
+    files: list[Path]
+    root: Path | None  # IDs are paths relative to it (doc_ids.py); None: a single file, whose ID is its name
+    workdir: Path | None = None  # the workdir, where it lies inside the source's folder or glob prefix
+
+    def ids(self, source: str) -> Iterator[tuple[Path, str]]:
+        """Each file with its document ID."""
+        for path in self.files:
+            yield path, file_id(source, self.root, path)
+
+
+def list_source(src: SourceConfig, base: Path, workdir: Path | None = None) -> SourceListing:
+    """The files of a folder (dot-files left out), a single file or a glob, never those in `workdir`: a workdir
+    inside a source's folder would otherwise have its cache and ledger read back as documents on the next run."""
     pattern = str((base / src.path).expanduser())
     p = Path(pattern)
     if p.is_file():
-        files = [p]
+        listing = SourceListing([p], None)
     elif p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
+        skip = _workdir_inside(p, workdir)
+        listing = SourceListing(_folder_files(p, skip), p, skip)
     else:
-        files = sorted(Path(f) for f in glob.glob(pattern, recursive=True) if Path(f).is_file())
-    if not files:
-        raise UserError(f"source `{src.name}`: path `{src.path}` matches no file (resolved to {pattern})")
-    return files
+        root = glob_root(p)
+        skip = _workdir_inside(root, workdir)
+        matches = (Path(f) for f in glob.glob(pattern, recursive=True))
+        listing = SourceListing(sorted(f for f in matches if f.is_file() and not (skip and f.is_relative_to(skip))),
+                                root, skip)
+    if not listing.files:
+        outside = f" outside the workdir {escape_name(str(listing.workdir))}" if listing.workdir else ""
+        raise UserError(f"source `{src.name}`: path `{src.path}` matches no file{outside} (resolved to {pattern})")
+    return listing
+
+
+def source_files(src: SourceConfig, base: Path, workdir: Path | None = None) -> list[Path]:
+    return list_source(src, base, workdir).files
+
+
+def glob_root(pattern: Path) -> Path:
+    """The fixed prefix of a glob, what its files' IDs are relative to: its leading parts without `*?[`
+    (`data/numpy/**/*.py` -> `data/numpy`), so that two matches of one name in two folders get two IDs."""
+    return Path(*itertools.takewhile(lambda part: not _GLOB_CHARS.search(part), pattern.parts))
+
+
+def _workdir_inside(root: Path, workdir: Path | None) -> Path | None:
+    """The workdir spelled under `root` as the listing spells paths, where it lies inside root (both resolved,
+    so a relative or symlinked spelling of either still matches); None otherwise."""
+    if workdir is None:
+        return None
+    real_root, real_workdir = root.resolve(), Path(workdir).resolve()
+    return root / real_workdir.relative_to(real_root) if real_workdir.is_relative_to(real_root) else None
+
+
+def _folder_files(folder: Path, skip: Path | None) -> list[Path]:
+    """Every file under `folder` but dot-files, sorted; the walk never enters `skip` (a workdir's cache can hold
+    far more files than the source). Symlinked folders are not entered, as with Path.rglob."""
+    if skip == folder:
+        return []
+    files: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        if skip is not None:
+            dirnames[:] = [d for d in dirnames if here / d != skip]
+        files += (here / name for name in filenames if not name.startswith("."))
+    return sorted(f for f in files if f.is_file())
 
 
 # What stops the reading of a file part way; the documents read before it are kept.
@@ -122,7 +181,7 @@ def read_text_file(path: Path, doc_id: str, max_bytes: int = 0) -> Iterator[dict
         with open_binary(path) as f:
             raw = f.read(max_bytes + 1) if max_bytes else f.read()
     except _READ_ERRORS as e:
-        yield Rejected(doc_id, _damage_rule(e), f"{path.name}: {e}; the document is not read")
+        yield Rejected(doc_id, _damage_rule(e), f"{escape_name(path.name)}: {e}; the document is not read")
         return
     if max_bytes and len(raw) > max_bytes:
         yield Rejected(doc_id, "too_long", f"over {max_bytes:,} bytes decompressed: more characters than "
@@ -161,7 +220,7 @@ def read_html_file(path: Path, doc_id: str, max_bytes: int = 0,
             try:
                 extraction = extract_html(item["text"], html.mode, html.keep)
             except (HTMLParserException, RecursionError, ValueError) as e:
-                yield Rejected(doc_id, "unreadable", f"{path.name}: not parsable as HTML: {e}")
+                yield Rejected(doc_id, "unreadable", f"{escape_name(path.name)}: not parsable as HTML: {e}")
                 continue
             item = {**item, "text": extraction.text, EXTRACTION: extraction}
         yield item
@@ -213,8 +272,9 @@ def read_jsonl_file(path: Path, doc_id: str, text_field: str, start: int = 0, en
                 skipped = _rest_of_line(reader) if oversized else 0
             except _READ_ERRORS as e:  # a cut or corrupt .gz/.zst: what was read before stays
                 yield Rejected(f"{doc_id}:{lineno + 1}", _damage_rule(e),
-                               f"{path.name}: {e}; at line {lineno + 1} (byte {pos:,} of the decompressed data): "
-                               f"the {lineno - first_line + 1} lines before it are kept, the rest of the file is lost")
+                               f"{escape_name(path.name)}: {e}; at line {lineno + 1} (byte {pos:,} of the "
+                               f"decompressed data): the {lineno - first_line + 1} lines before it are kept, the rest "
+                               "of the file is lost")
                 return
             if not line:
                 return
@@ -307,8 +367,8 @@ def read_file(path: Path, doc_id: str, fmt: str, text_field: str, start: int = 0
 def _read_format(path: Path, doc_id: str, fmt: str, text_field: str, start: int, end: int, first_line: int,
                  max_bytes: int, html: HtmlReading) -> Iterator[dict | Rejected]:
     if fmt == SKIP:
-        yield Rejected(doc_id, "not_a_document", f"{path.suffix} files are styles, scripts, images or archives, "
-                       "not documents; set the source's `format` to read them anyway")
+        yield Rejected(doc_id, "not_a_document", f"{escape_name(path.suffix)} files are styles, scripts, images or "
+                       "archives, not documents; set the source's `format` to read them anyway")
     elif fmt == "jsonl":
         yield from read_jsonl_file(path, doc_id, text_field, start, end, first_line)
     elif fmt == "parquet":
@@ -319,16 +379,13 @@ def _read_format(path: Path, doc_id: str, fmt: str, text_field: str, start: int,
         yield from read_text_file(path, doc_id, max_bytes)
 
 
-def iter_source(src: SourceConfig, base: Path, max_chars: int = 0) -> Iterator[dict | Rejected]:
-    """Every document of a source, with a stable ID `source/relative/path[:line]`; a text file certainly longer
-    than `max_chars` (0: no bound) is not read."""
-    files = source_files(src, base)
-    root = Path(str((base / src.path).expanduser()))
-    root = root if root.is_dir() else None
-    for path in files:
-        rel = path.relative_to(root).as_posix() if root else path.name
-        for item in read_file(path, f"{src.name}/{rel}", file_format(src, path), src.text_field,
-                              max_chars=max_chars, html=HtmlReading.of(src.html_extract, src.skip_rules)):
+def iter_source(src: SourceConfig, base: Path, max_chars: int = 0,
+                workdir: Path | None = None) -> Iterator[dict | Rejected]:
+    """Every document of a source, with a stable ID `source/relative/path[:line]` (doc_ids.py); a text file
+    certainly longer than `max_chars` (0: no bound) is not read; the files in `workdir` are not listed."""
+    html = HtmlReading.of(src.html_extract, src.skip_rules)
+    for path, doc_id in list_source(src, base, workdir).ids(src.name):
+        for item in read_file(path, doc_id, file_format(src, path), src.text_field, max_chars=max_chars, html=html):
             if isinstance(item, dict):
                 item["source"], item["domain"] = src.name, src.domain
             yield item

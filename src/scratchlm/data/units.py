@@ -12,7 +12,9 @@ from pathlib import Path
 
 from ..config import Config, SourceConfig
 from ..ids import DigestCache, content_id, file_safe, input_gone
-from .readers import file_format, source_files
+from ..progress import log
+from .doc_ids import check_unique_ids, escape_name
+from .readers import SourceListing, file_format, list_source
 from .text_encoding import wide_encoding
 
 MAX_FILES_PER_UNIT = 2000  # keeps a unit's description (and the task sent to a worker) small
@@ -69,10 +71,14 @@ def _line_cuts(path: Path, size: int, unit_bytes: int) -> list[tuple[int, int, i
 
 
 def plan_units(cfg: Config, digests: DigestCache) -> list[Unit]:
+    # Every source is listed, and its IDs checked, before any file is hashed: a clash stops the run at once.
+    listed = [(src, list_source(src, cfg.base_dir, cfg.workdir)) for src in cfg.data.sources]
+    check_unique_ids((src.name, doc_id, path, file_format(src, path))
+                     for src, listing in listed for path, doc_id in listing.ids(src.name))
     units: list[Unit] = []
     unit_bytes = cfg.data.unit_mb * 1024 * 1024
-    for src in cfg.data.sources:
-        units += _source_units(cfg, src, digests, unit_bytes)
+    for src, listing in listed:
+        units += _source_units(src, listing, digests, unit_bytes)
     digests.save()
     return units
 
@@ -84,17 +90,15 @@ def _size(path: Path) -> int:
         raise input_gone(path, e) from None
 
 
-def _source_units(cfg: Config, src: SourceConfig, digests: DigestCache, unit_bytes: int) -> list[Unit]:
-    files = source_files(src, cfg.base_dir)
-    root = Path(str((cfg.base_dir / src.path).expanduser()))
-    root = root if root.is_dir() else None
+def _source_units(src: SourceConfig, listing: SourceListing, digests: DigestCache, unit_bytes: int) -> list[Unit]:
+    if listing.workdir is not None:
+        log(f"source `{src.name}`: skipping the workdir {escape_name(str(listing.workdir))} inside it")
     groups: list[list[UnitFile]] = [[]]
     sizes = [0]
-    for path in files:
-        rel = path.relative_to(root).as_posix() if root else path.name
+    for path, doc_id in listing.ids(src.name):
         fmt = file_format(src, path)
         size = _size(path)
-        base = UnitFile(str(path), f"{src.name}/{rel}", fmt)
+        base = UnitFile(str(path), doc_id, fmt)
         plain_jsonl = fmt == "jsonl" and not path.name.lower().endswith((".gz", ".zst"))
         if plain_jsonl and size > unit_bytes and not wide_encoding(path):  # UTF-16 has no newline byte to cut at
             for start, end, first in _line_cuts(path, size, unit_bytes):

@@ -24,7 +24,7 @@ PERCENTILES = (10, 25, 50, 75, 90, 99)
 
 def _sample_source(cfg: Config, src) -> tuple[list[str], int, int]:
     """(documents, bytes of the files read whole, bytes of all files): whole files until SAMPLE_CHARS."""
-    files = source_files(src, cfg.base_dir)
+    files = source_files(src, cfg.base_dir, cfg.workdir)
     texts, chars, read_bytes = [], 0, 0
     for f in files:
         one = dataclasses.replace(src, path=str(f))
