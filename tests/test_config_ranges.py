@@ -1,6 +1,7 @@
 """Every numeric key has its allowed range declared beside it; a value outside it is a one-line error naming the
 file, the key and the range, at load time instead of a traceback or a nonsense result stages later."""
 import dataclasses
+import math
 import subprocess
 import sys
 import typing
@@ -53,10 +54,10 @@ eval.top_k = -1 | >= 0
 data.min_chars = -1 | >= 0
 data.max_chars = 0 | >= 1
 tokenizer.sample_chars = 0 | >= 1
-train.learning_rate = 0 | > 0
+train.learning_rate = 0 | in (0, 1]
 data.val_fraction = 0.5 | in [0, 0.5)
 decontaminate.validation_min_coverage = 0 | in (0, 1]
-train.learning_rate = nan | > 0
+train.learning_rate = nan | in (0, 1]
 model.init_std = inf | > 0
 """
 
@@ -165,7 +166,9 @@ def test_every_declared_range_is_checked_and_named(table):
         default = getattr(instance, f.name)
         if limits is None or isinstance(default, dict):
             continue
-        for bad in _outside(limits, default if default is not None else 1):
+        if default is None:  # a value of the key's type: `float | None` gets floats, `int | None` ints
+            default = 1.0 if float in typing.get_args(typing.get_type_hints(type(instance))[f.name]) else 1
+        for bad in _outside(limits, default):
             with pytest.raises(UserError) as e:
                 validate(config_from_dict(_raw_with(table, f.name, bad)), "t.toml")
             assert str(e.value) == f"t.toml: {label} {f.name} must be {limits}, got {bad!r}"
@@ -196,3 +199,72 @@ def test_generate_rejects_an_empty_prompt(tmp_path):
                         "--prompt", ""], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         "error: --prompt is empty; leave it out to generate from the start of a document"], r.stderr
+
+
+# ---- values accepted without a word before (bug report item 7) -------------------------------------------------
+
+@pytest.mark.parametrize("section, key", [("train", "learning_rate"), ("train", "muon_lr"), ("sft", "learning_rate")])
+def test_a_learning_rate_past_one_is_an_error(tmp_path, section, key):
+    _rejects(tmp_path, SOURCE + f"[{section}]\n{key} = 1e308\n", f"[{section}] {key} must be in ", ", 1], got 1e+308")
+    _load(tmp_path, SOURCE + f"[{section}]\n{key} = 0.05\n")  # Muon's range
+
+
+def test_a_derived_sft_learning_rate_past_one_is_an_error(tmp_path):
+    _rejects(tmp_path, SOURCE + "[train]\nlearning_rate = 0.01\n[sft]\nlr_scale = 1e6\n",
+             "[sft] lr_scale (1e+06) x [train] learning_rate (0.01) = 10000 must be <= 1")
+    _load(tmp_path, SOURCE + "[train]\nlearning_rate = 0.01\n[sft]\nlr_scale = 1e6\nlearning_rate = 1e-4\n")
+
+
+@pytest.mark.parametrize("section, warmup, steps", [("train", 100, 100), ("train", 2000, 1000), ("sft", 10, 6)])
+def test_a_warmup_as_long_as_the_run_is_a_warning_naming_both_keys(tmp_path, capsys, section, warmup, steps):
+    _load(tmp_path, SOURCE + f"[{section}]\nwarmup_steps = {warmup}\nmax_steps = {steps}\n")
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"config: {tmp_path / 'c.toml'}: warning: [{section}] warmup_steps ({warmup}) >= "
+                           f"[{section}] max_steps ({steps}): the learning rate never leaves its warmup"), line
+    _load(tmp_path, SOURCE + f"[{section}]\nwarmup_steps = {steps - 1}\nmax_steps = {steps}\n")
+    assert capsys.readouterr().err == ""
+
+
+def _section_class(table: str) -> type:
+    from scratchlm.config import SourceConfig
+
+    return SourceConfig if table == "source" else type(getattr(Config(), table))
+
+
+FLOAT_KEYS = [(table, f.name) for table in SECTIONS for f in dataclasses.fields(_section_class(table))
+              if typing.get_type_hints(_section_class(table))[f.name] in (float, float | None)]
+
+
+@pytest.mark.parametrize("table, key", FLOAT_KEYS)
+def test_no_float_key_takes_nan_or_infinity(table, key):
+    """TOML spells them nan, inf and -inf; no key means anything by them, whatever its declared bounds."""
+    assert len(FLOAT_KEYS) > 30
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(UserError) as e:
+            validate(config_from_dict(_raw_with(table, key, bad)), "t.toml")
+        assert f" {key} must be " in str(e.value) and str(e.value).endswith(f"got {bad:g}"), str(e.value)
+
+
+def test_a_model_past_the_parameter_limit_is_refused_at_load_by_every_command(tmp_path, monkeypatch):
+    """Every command that trains or plans (plan, check, train, run, ablate) loads its config through validate():
+    the refusal comes from arithmetic there, before any stage builds the model."""
+    from scratchlm.model import gpt
+
+    def never(*a, **kw):
+        raise AssertionError("a model was built")
+
+    monkeypatch.setattr(gpt.GPT, "__init__", never)
+    _rejects(tmp_path, SOURCE + "[model]\nn_layer = 100000\n", "the [model] keys (n_layer 100000, d_model 768, ",
+             "with vocab_size 32768 make a model of 708B parameters, over the limit of 100B")
+    _rejects(tmp_path, SOURCE + "[model]\nd_model = 1048576\nn_head = 8192\n[tokenizer]\nvocab_size = 300\n",
+             "(n_layer 12, d_model 1048576, n_head 8192, head_dim 128, mlp_ratio 4) with vocab_size 300")
+    _load(tmp_path, SOURCE + "[model]\npreset = \"1b\"\n")
+
+
+def test_cli_refuses_an_absurd_model_in_one_line(tmp_path):
+    (tmp_path / "c.toml").write_text(SOURCE + "[model]\nn_layer = 100000\n")
+    r = subprocess.run([sys.executable, "-m", "scratchlm", "plan", "-c", str(tmp_path / "c.toml")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"error: {tmp_path / 'c.toml'}: the [model] keys (n_layer 100000") and "limit" in line

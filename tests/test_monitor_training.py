@@ -43,8 +43,12 @@ def _variant(path, name, **train):
     return load_config(variant)
 
 
-def test_huge_learning_rate_halts_with_a_diagnosis(prepared):
-    cfg = _variant(prepared, "huge_lr", learning_rate="1e30", grad_clip="0.0")
+def test_a_diverging_run_halts_with_a_diagnosis(prepared):
+    # Weights of 1e30: the norms' fp32 sums of squares overflow and the first gradient is not finite. (It was a
+    # learning rate of 1e30 until the config refused learning rates above 1.)
+    path = _variant(prepared, "huge_init", grad_clip="0.0").path
+    path.write_text(path.read_text().replace("[model]\n", "[model]\ninit_std = 1e30\n", 1))
+    cfg = load_config(path)
     r = scratchlm("train", "-c", str(cfg.path))
     assert r.returncode == 2, r.stderr
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
@@ -53,7 +57,7 @@ def test_huge_learning_rate_halts_with_a_diagnosis(prepared):
     assert "Traceback" not in r.stderr
     train_dir = plan_artifacts(cfg)["train"].dir
     d = read_json(train_dir / "diagnosis.json")  # strict JSON: no bare NaN
-    assert d["nonfinite_grads"] and d["lr"] > 1e28  # the recorded LR points at the cause
+    assert d["nonfinite_grads"] and d["lr"] == cfg.train.learning_rate / cfg.train.warmup_steps  # the first step's
     # no checkpoint yet: the advice is the learning rate and a fresh start of the fixed config, not --resume
     assert "lower train.learning_rate" in d["next"] and "gradient clipping is off" in d["next"]
     assert f"start over with `scratchlm train -c {cfg.path}`" in d["next"] and "--resume" not in d["next"]

@@ -197,3 +197,22 @@ def test_the_plan_section_decides_without_changing_any_id(built):
         assert r.returncode == 1 and "> budget 1e-05 h" in r.stdout
     finally:
         (built.workdir / "plan" / f"{art['train'].id}.json").unlink(missing_ok=True)
+
+
+def test_a_step_larger_than_the_corpus_is_an_error_without_a_probe(built, tmp_path, monkeypatch):
+    """batch_size = 1000000000: the micro-batch the memory allows would take hours a step; the plan answers from
+    arithmetic at once."""
+    from scratchlm.plan import make, probe
+
+    def never(*a, **kw):
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(probe, "run_probe", never)
+    path = tmp_path / "huge.toml"
+    path.write_text(built.path.read_text().replace("batch_size = 16", "batch_size = 1000000000")
+                    .replace('workdir = "run"', f'workdir = "{built.workdir}"'))
+    cfg = load_config(path)
+    plan = make.make_plan(cfg, plan_artifacts(cfg), save=False)
+    batch = next(v for v in plan["verdicts"] if v["name"] == "batch")
+    assert batch["level"] == "error" and "more than the whole corpus" in batch["summary"]
+    assert plan["probe"] is None and plan["not_probed"] == "one step is larger than the corpus"

@@ -146,3 +146,124 @@ def test_family_of_a_single_head_group_model_shrinks_by_depth():
         members = family(m)
         assert [f.n_layer for f in members] == list(range(m.n_layer - 1, 0, -1))
         assert all(f.n_head == m.n_head and f.n_kv_head == m.n_kv_head for f in members)
+
+
+# ---- absurd sizes answer at once (bug report item 5) ------------------------------------------------------------
+
+def _linear_recommendation(m, vocab, global_batch, memory, precision, ckpt):
+    """recommend_batch as it was: every divisor from the largest down, estimated one by one."""
+    for c in dict.fromkeys((ckpt, True)):
+        for b in (d for d in range(global_batch, 0, -1) if global_batch % d == 0):
+            est = estimate_memory(m, vocab, b, global_batch // b, precision, "adamw", "cpu", c, 0)
+            if est.total <= 0.9 * memory:
+                return b, c
+    return None
+
+
+def test_divisors_by_trial_division():
+    from scratchlm.plan.memory import divisors
+
+    assert [divisors(n) for n in range(1, 400)] == [[d for d in range(1, n + 1) if n % d == 0] for n in range(1, 400)]
+    assert divisors(10 ** 9) == sorted(2 ** i * 5 ** j for i in range(10) for j in range(10))
+
+
+def test_batch_recommendation_bisects_to_the_linear_search_answer(monkeypatch):
+    """Same answer as trying every divisor, for every memory size from nothing fitting to everything fitting, with
+    the global batch itself fitting where its half does not (no accumulation: no gradients held in backward);
+    and a bounded number of estimates: a batch of 10^9 has 100 divisors, 720720 has 240."""
+    import math
+
+    from scratchlm.plan import memory
+
+    m = _cfg().model
+    for global_batch, precision, ckpt in [(1, "fp32", False), (12, "fp32", False), (16, "bf16", True),
+                                          (360, "bf16", False), (97, "fp32", False)]:
+        totals = {estimate_memory(m, 2048, b, global_batch // b, precision, "adamw", "cpu", c, 0).total
+                  for b in range(1, global_batch + 1) if global_batch % b == 0 for c in (False, True)}
+        for limit in sorted(totals) + [min(totals) - 1]:
+            memory_size = math.ceil(limit / 0.9)
+            rec = recommend_batch(m, 2048, global_batch, precision, "adamw", "cpu", memory_size, 0, ckpt)
+            expected = _linear_recommendation(m, 2048, global_batch, memory_size, precision, ckpt)
+            got = (rec["micro_batch"], rec["activation_checkpointing"]) if rec["fits"] else None
+            assert got == expected, (global_batch, precision, ckpt, limit)
+    # wide and short: the gradients held while accumulating outweigh a few sequences' activations, so the whole
+    # batch fits where its half does not, which a bisection over every divisor would miss
+    wide = ModelConfig(n_layer=2, d_model=512, n_head=8, seq_len=8)
+    whole = estimate_memory(wide, 2048, 4, 1, "fp32", "adamw", "cpu").total
+    assert whole < estimate_memory(wide, 2048, 2, 2, "fp32", "adamw", "cpu").total
+    rec = recommend_batch(wide, 2048, 4, "fp32", "adamw", "cpu", math.ceil(whole / 0.9), 0, False)
+    assert (rec["micro_batch"], rec["grad_accum"]) == (4, 1)
+
+    calls = []
+    real = memory.estimate_memory
+    monkeypatch.setattr(memory, "estimate_memory", lambda *a, **kw: calls.append(a[2]) or real(*a, **kw))
+    for global_batch, n_divisors in ((10 ** 9, 100), (720720, 240)):
+        for memory_size in (10 ** 6, 2 ** 40, 2 ** 60):  # nothing fits, some micro-batch fits, all fit
+            calls.clear()
+            recommend_batch(m, 2048, global_batch, "bf16", "adamw", "cpu", memory_size, 0, False)
+            assert len(calls) <= 2 * (2 + math.ceil(math.log2(n_divisors))) + 1, (global_batch, memory_size, calls)
+
+
+def test_probe_shape_lists_the_divisors_once(monkeypatch):
+    """A micro-batch too slow to probe steps down divisor by divisor; the divisors of 10^9 are found once, not
+    searched for over range(micro) at each step."""
+    from types import SimpleNamespace
+
+    from scratchlm.plan import make
+
+    calls = []
+    real = make.divisors
+    monkeypatch.setattr(make, "divisors", lambda n: calls.append(n) or real(n))
+    cfg = _cfg(batch_size=10 ** 9)
+    too_big = SimpleNamespace(total=2, activation_checkpointing=False)
+    rec = {"micro_batch": 5 * 10 ** 8, "grad_accum": 2, "activation_checkpointing": False}
+    slow = {"flops_per_token": 1e30}
+    assert make._probe_shape(cfg, None, too_big, rec, slow, 1e12, 1) == (1, 10 ** 9, False)
+    fast = {"flops_per_token": 1e-30}
+    assert make._probe_shape(cfg, None, too_big, rec, fast, 1e12, 1) == (5 * 10 ** 8, 2, False)
+    # 1 s of compute per sequence: 10^9 / 2^i sequences until one is under PROBE_MAX_MICRO_SECONDS
+    per_sequence = {"flops_per_token": 1e12 * make.PROBE_ASSUMED_MFU / cfg.model.seq_len}
+    rec = {"micro_batch": 10 ** 9, "grad_accum": 1, "activation_checkpointing": True}
+    assert make._probe_shape(cfg, None, too_big, rec, per_sequence, 1e12, 1) == (20, 5 * 10 ** 7, True)
+    assert calls == [10 ** 9] * 3
+
+
+def _model_of(**keys) -> ModelConfig:
+    return ModelConfig(**{"n_layer": 2, "d_model": 64, "n_head": 4, "seq_len": 64, **keys})
+
+
+def test_an_absurd_model_is_refused_by_its_parameter_count_before_anything_is_built(monkeypatch):
+    from scratchlm.model import gpt
+    from scratchlm.plan.arithmetic import MAX_PARAMS
+    from scratchlm.plan.make import check_model_buildable
+
+    def never(*a, **kw):
+        raise AssertionError("a model was built")
+
+    monkeypatch.setattr(gpt.GPT, "__init__", never)
+    with pytest.raises(UserError) as e:
+        check_model_buildable(ModelConfig(n_layer=100000), 32768, "c.toml")
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("c.toml: the [model] keys (n_layer 100000, d_model 768")
+    assert "708B parameters, over the limit of 100B" in message and MAX_PARAMS == 100 * 10 ** 9
+    with pytest.raises(UserError, match="more than 1e308 parameters"):  # mlp_ratio x d_model overflows a float
+        check_model_buildable(_model_of(mlp_ratio=1e308), 512, "c.toml")
+
+
+def test_a_deep_model_under_the_limit_is_checked_by_building_one_block(monkeypatch):
+    """Every block is built from the same keys: one finds what all would, and 100000 take minutes even on meta."""
+    from scratchlm.model import gpt
+    from scratchlm.plan.make import check_model_buildable
+
+    built = []
+    real = gpt.Block.__init__
+    monkeypatch.setattr(gpt.Block, "__init__", lambda self, cfg: built.append(cfg) or real(self, cfg))
+    check_model_buildable(_model_of(n_layer=100000, d_model=16, n_head=2), 512, "c.toml")
+    assert len(built) == 1
+
+    def broken(self, cfg):
+        raise ValueError("some shape only building finds")
+
+    monkeypatch.setattr(gpt.Block, "__init__", broken)
+    with pytest.raises(UserError, match="cannot build a model: some shape only building finds"):
+        check_model_buildable(_model_of(n_layer=100000, d_model=16, n_head=2), 512, "c.toml")

@@ -318,6 +318,29 @@ def test_a_full_disk_during_a_save_is_one_line_and_keeps_the_previous_checkpoint
     verify_checkpoint(previous)
 
 
+
+@pytest.mark.parametrize("torch_text", [
+    "[enforce fail at inline_container.cc:603] . unexpected pos 123 vs 456",
+    "[enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file data/0: file write failed",
+    "[enforce fail at inline_container.cc:603] . unexpected pos 123 vs 456: No space left on device"])
+def test_a_full_disk_is_worded_by_the_project_not_by_torch_internals(tmp_path, monkeypatch, torch_text):
+    """torch.save's writer loses the OS error: what reaches the user is the file, the free space, what to do."""
+    model = _tiny_model()
+    _save(tmp_path, 1, model)
+
+    def full(*a, **kw):
+        raise RuntimeError(torch_text)
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(UserError) as e:
+        _save(tmp_path, 2, model)
+    message = str(e.value)
+    for internal in ("enforce fail", "inline_container", "unexpected pos", "PytorchStreamWriter"):
+        assert internal not in message, message
+    reason = "no space left on device" if "No space" in torch_text else "the write stopped short, as on a full disk"
+    assert message.startswith(f"could not write checkpoint {tmp_path / 'step_0000002'} ({reason}): "), message
+    assert message.endswith("step_0000001 is untouched; free some space, then resume with --resume"), message
+
 # ---- 5. restarts --------------------------------------------------------------------------------------------
 
 def test_resume_before_the_first_checkpoint_starts_over_and_says_so(run, capsys, tmp_path):

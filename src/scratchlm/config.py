@@ -185,6 +185,10 @@ class ModelConfig:
 
 # How Muon orthogonalizes an update (train/optim.py implements each); `train.orthogonalizer` names one.
 ORTHOGONALIZERS = ("newton_schulz", "polar_express")
+# The largest learning rate a key accepts. The defaults are AdamW's 1e-3 and Muon's 0.02 (train/optim.py); language
+# models train with AdamW at ~1e-4..1e-2 and Muon at ~0.02-0.05. At 1 an AdamW step moves every weight by about 1,
+# 50x the init std: the run diverges at once, so a larger value is a typo (1e308 for 1e-3), not a choice.
+MAX_LEARNING_RATE = 1.0
 
 
 @dataclass
@@ -194,8 +198,8 @@ class TrainConfig:
     grad_accum: int = bounded(1, ge=1)  # micro-batches per optimizer step
     batch_tokens: int = bounded(0, ge=0)  # global batch in tokens; when set, grad_accum = batch_tokens / (batch_size*seq_len*ranks)
     optimizer: str = "adamw"  # adamw | muon | muonh
-    learning_rate: float = bounded(3e-3, gt=0)
-    muon_lr: float | None = bounded(None, gt=0)  # learning rate of the Muon-updated matrices; None uses the optimizer's default
+    learning_rate: float = bounded(3e-3, gt=0, le=MAX_LEARNING_RATE)
+    muon_lr: float | None = bounded(None, gt=0, le=MAX_LEARNING_RATE)  # learning rate of the Muon-updated matrices; None uses the optimizer's default
     muon_momentum: float = bounded(0.95, ge=0, lt=1)
     orthogonalizer: str = "newton_schulz"  # newton_schulz | polar_express: how muon and muonh orthogonalize an update
     min_lr_ratio: float = bounded(0.1, ge=0, le=1)  # final learning rate as a share of the peak
@@ -292,7 +296,7 @@ class DecontaminateConfig:
 
 @dataclass
 class SFTConfig:
-    learning_rate: float = bounded(0.0, ge=0)  # 0: train.learning_rate x lr_scale (fine-tuning wants a much lower rate)
+    learning_rate: float = bounded(0.0, ge=0, le=MAX_LEARNING_RATE)  # 0: train.learning_rate x lr_scale (fine-tuning wants a much lower rate)
     lr_scale: float = bounded(0.1, gt=0)
     max_steps: int = bounded(200, ge=1)
     batch_size: int = bounded(8, ge=1)  # packed rows per step
@@ -501,6 +505,24 @@ def _check_across_keys(cfg: Config, where: str) -> None:
     _check(m.n_head % kv == 0, where, f"[model] n_head ({m.n_head}) must be divisible by [model] n_kv_head ({kv})")
     _check(not (cfg.train.fsdp and cfg.train.optimizer != "adamw"), where,
            "`train.fsdp = true` needs `train.optimizer = \"adamw\"`: Muon orthogonalizes whole matrices, FSDP shards them")
+    sft_lr = cfg.train.learning_rate * cfg.sft.lr_scale  # what fine-tuning runs at while [sft] learning_rate is 0
+    _check(cfg.sft.learning_rate > 0 or sft_lr <= MAX_LEARNING_RATE, where,
+           f"[sft] lr_scale ({cfg.sft.lr_scale:g}) x [train] learning_rate ({cfg.train.learning_rate:g}) = {sft_lr:g} "
+           f"must be <= {MAX_LEARNING_RATE:g}; lower [sft] lr_scale or set [sft] learning_rate")
+
+
+def _warn_across_keys(cfg: Config, where: str) -> None:
+    """Keys that contradict each other, with a use: a warning, not an error."""
+    from .progress import log
+
+    # A run no longer than its warmup never reaches the schedule's decay and ends at (or short of) the peak rate,
+    # which costs final loss. Still a warning: a smoke run shorter than the default warmup (train.max_steps = 20
+    # under warmup_steps = 100) is a fine use, and an error would name a key its author never set.
+    for section, t in (("train", cfg.train), ("sft", cfg.sft)):
+        if t.warmup_steps >= t.max_steps:
+            log(f"config: {where}: warning: [{section}] warmup_steps ({t.warmup_steps}) >= [{section}] max_steps "
+                f"({t.max_steps}): the learning rate never leaves its warmup, so it never decays; lower "
+                f"[{section}] warmup_steps (e.g. to {max(0, t.max_steps // 10)})")
 
 def validate(cfg: Config, where: str) -> None:
     d, m, t = cfg.data, cfg.model, cfg.train
@@ -537,6 +559,7 @@ def validate(cfg: Config, where: str) -> None:
                f"[[eval.suite.tasks]] #{i + 1} `{task.name}`: kind must be multiple_choice or completion, got `{task.kind}`")
     _validate_eval_sets(cfg, where)
     _check(cfg.monitor.wandb_mode in ("offline", "online"), where, "`monitor.wandb_mode` must be offline or online")
+    _warn_across_keys(cfg, where)  # last: no warning for a config an error rejects
 
 def _validate_eval_sets(cfg: Config, where: str) -> None:
     c = cfg.decontaminate

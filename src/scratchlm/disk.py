@@ -29,6 +29,18 @@ def disk_full(path: Path, needed: int | None = None, what: str = "") -> str:
     return f"disk full while writing {path}: {size_text(free_bytes(path))} free on that filesystem{wanted}"
 
 
+def write_failure_reason(error: BaseException) -> str:
+    """Why a write failed, in a few words. torch.save's stream writer loses the OS error: a full disk reaches it
+    as `[enforce fail at inline_container.cc:603] . unexpected pos 123 vs 456` or `... file write failed`, C++
+    internals that tell a user nothing, so those are replaced by what they mean."""
+    text = str(error).strip()
+    if "No space left" in text:
+        return "no space left on device"
+    if "enforce fail" in text or "PytorchStreamWriter" in text or "unexpected pos" in text:
+        return "the write stopped short, as on a full disk"
+    return text.splitlines()[-1] if text else type(error).__name__
+
+
 def environment_error(e: OSError) -> str | None:
     """One line for an OSError the machine caused (a full disk, permissions); None for the others, which are
     bugs and stay tracebacks."""

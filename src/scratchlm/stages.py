@@ -33,10 +33,10 @@ def stage_data(cfg: Config, art: dict[str, Artifact], force: bool = False) -> di
 def size_estimate(cfg: Config):
     """The tokenizer and model pieces of the data stage's corpus-size verdict."""
     from .data.token_estimate import SizeEstimate
-    from .model.gpt import GPT
+    from .plan.arithmetic import count_params
     from .tokenizer.token_estimate import measure_ratio
 
-    return SizeEstimate(measure_ratio, GPT.count_params(cfg.model, cfg.tokenizer.vocab_size))
+    return SizeEstimate(measure_ratio, count_params(cfg.model, cfg.tokenizer.vocab_size).total)
 
 
 def stage_decontaminate(cfg: Config, art: dict[str, Artifact], force: bool = False,
@@ -262,8 +262,10 @@ def load_config(path: str | Path) -> Config:
 def check_config(cfg: Config, where: str) -> None:
     """Ranges and keys that contradict each other (config.validate), then each stage's own checks."""
     from .config import validate
+    from .plan.arithmetic import check_model_size
 
     validate(cfg, where)
+    check_model_size(cfg.model, cfg.tokenizer.vocab_size, where)  # before anything builds a model of absurd size
     for stage in STAGES:
         if stage.check is not None:
             stage.check(cfg, where)

@@ -140,12 +140,6 @@ class GPT(nn.Module):
             scale = 1 / math.sqrt(2 * self.cfg.n_layer) if name.endswith(("o_proj.weight", "down_proj.weight")) else 1
             nn.init.normal_(p, mean=0.0, std=std * scale)
 
-    @staticmethod
-    def count_params(cfg: ModelConfig, vocab_size: int) -> int:
-        """Parameters of a model of this shape, built on the meta device (no memory, no init)."""
-        with torch.device("meta"):
-            return GPT(cfg, vocab_size).num_params()
-
     def num_params(self, embeddings: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())  # parameters() yields a tied weight once
         if not embeddings:

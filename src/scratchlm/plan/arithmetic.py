@@ -9,9 +9,15 @@ import math
 from dataclasses import dataclass
 
 from ..config import ModelConfig
+from ..errors import UserError
 
 DEFAULT_TOKENS_PER_PARAM = 20.0  # Chinchilla's compute-optimal ratio (Hoffmann et al. 2022)
 TOKENS_PER_PARAM_RANGE = (20.0, 100.0)  # past 100, small models still improve, but the ratio is a choice
+# The largest model a config may ask for. The toolkit targets 1M-1.5B parameters; 100B is ~65x past that. Its
+# training state (fp32 weights, gradients, AdamW's two moments: 16 bytes a parameter, 1.6 TB) outgrows a whole
+# 8 x H200 node (1.1 TB), and each checkpoint gathers weights and moments (1.2 TB) into rank 0's CPU memory. A config
+# above it is a typo (n_layer = 100000), refused from this arithmetic before a model is built, which takes minutes.
+MAX_PARAMS = 100 * 10 ** 9
 
 
 def mlp_hidden(m: ModelConfig) -> int:
@@ -70,6 +76,20 @@ def count_params(m: ModelConfig, vocab: int) -> ParamCount:
     largest = max(embedding, s.d_model * s.hidden, s.d_model * s.d_q)
     return ParamCount(total=block_total + embedding + head, non_embedding=block_total, matrices=matrices,
                       embedding=embedding, head=head, largest=largest)
+
+
+def check_model_size(m: ModelConfig, vocab: int, where: str) -> None:
+    """A one-line error for a [model] section whose parameter count is past MAX_PARAMS."""
+    try:
+        n = float(count_params(m, vocab).total)
+    except OverflowError:  # a width or mlp_ratio so large that the count is past the largest float
+        n = math.inf
+    if n > MAX_PARAMS:
+        shown = f"{n / 1e9:.3g}B" if math.isfinite(n) else "more than 1e308"
+        raise UserError(f"{where}: the [model] keys (n_layer {m.n_layer}, d_model {m.d_model}, n_head {m.n_head}, "
+                        f"head_dim {m.attn_head_dim}, mlp_ratio {m.mlp_ratio:g}) with vocab_size {vocab} make a "
+                        f"model of {shown} parameters, over the limit of {MAX_PARAMS / 1e9:.3g}B (scratchlm targets "
+                        "1M-1.5B); lower n_layer, d_model or mlp_ratio")
 
 
 def flops_per_token(m: ModelConfig, vocab: int) -> dict[str, float]:

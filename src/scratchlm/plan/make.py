@@ -1,7 +1,7 @@
 """`scratchlm plan`: put arithmetic, memory, probe, extrapolation and verdicts together into one plan."""
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import torch
 
@@ -15,15 +15,16 @@ from ..presets import describe_preset
 from ..progress import log
 from ..train.batch import EffectiveBatch, effective_batch, ranks_launched
 from ..train.compile_choice import decide_compile
-from .arithmetic import DEFAULT_TOKENS_PER_PARAM, count_params, flops_per_token, model_arithmetic, tokens_needed
+from .arithmetic import (DEFAULT_TOKENS_PER_PARAM, check_model_size, count_params, flops_per_token, model_arithmetic,
+                         tokens_needed)
 from .budget import plan_path, resolve_budget
 from .corpus import corpus_tokens, document_lengths
 from .extrapolate import extrapolate
 from .hardware import GiB, measure_matmul_peak, resolve_target
-from .memory import estimate_memory, recommend_batch
+from .memory import divisors, estimate_memory, recommend_batch
 from .peakmem import rss_bytes
 from .shrink import config_diff, largest_fitting
-from .verdicts import (MEMORY_HEADROOM, context_verdict, corpus_verdict, epochs_verdict,
+from .verdicts import (MEMORY_HEADROOM, Verdict, context_verdict, corpus_verdict, epochs_verdict,
                        estimate_verdict, memory_verdict, time_verdict, worst)
 
 ASSUMED_CUDA_CONTEXT = GiB // 2  # typical CUDA context + cuBLAS workspace; measured when the GPU is local
@@ -32,10 +33,12 @@ PROBE_ASSUMED_MFU = 0.25  # only to predict that time, before anything is measur
 
 
 def check_model_buildable(m: ModelConfig, vocab: int, where: str) -> None:
-    """The ranges of each key were checked when the config loaded; this catches what only building finds."""
-    try:
+    """The ranges of each key were checked when the config loaded; this catches what only building finds. The size
+    is checked again here with the vocabulary the tokenizer really has."""
+    check_model_size(m, vocab, where)
+    try:  # one block: every block is built from the same keys, and thousands of them take minutes even on meta
         with torch.device("meta"):
-            GPT(m, vocab)
+            GPT(replace(m, n_layer=1), vocab)
     except Exception as e:  # noqa: BLE001 - any failure here is a config the trainer could not use either
         raise UserError(f"{where}: the [model] section cannot build a model: {str(e).splitlines()[0]}") from None
 
@@ -66,11 +69,11 @@ def _probe_shape(cfg: Config, batch: EffectiveBatch, configured, rec: dict, arit
     else:
         micro, accum, ckpt = rec["micro_batch"], rec["grad_accum"], rec["activation_checkpointing"]
     global_batch = micro * accum
-    while micro > 1 and arith["flops_per_token"] * micro * cfg.model.seq_len / (peak * PROBE_ASSUMED_MFU) \
+    smaller = [d for d in divisors(global_batch) if d < micro]  # ascending: the next one down is the last
+    while smaller and arith["flops_per_token"] * micro * cfg.model.seq_len / (peak * PROBE_ASSUMED_MFU) \
             > PROBE_MAX_MICRO_SECONDS:
-        micro = max(d for d in range(1, micro) if global_batch % d == 0)
-        accum = global_batch // micro
-    return micro, accum, ckpt
+        micro = smaller.pop()
+    return micro, global_batch // micro, ckpt
 
 
 
@@ -116,8 +119,19 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
                                {"activation_checkpointing": ckpt})]
 
     probe, time_plan, comparison = None, None, None
+    corpus = corpus_tokens(cfg, art)
     fits_somehow = configured.total <= MEMORY_HEADROOM * target.memory or rec["fits"]
-    if target.local and fits_somehow and probe_seconds > 0:
+    # A step larger than the whole corpus is a typo (batch_size = 1000000000), and probing it would run for hours
+    oversized = bool(corpus["tokens"]) and batch.tokens > corpus["tokens"]
+    if oversized:
+        verdicts.append(Verdict("batch", "error", f"one step holds {batch.tokens:,} tokens, more than the whole "
+                                f"corpus ({corpus['tokens']:,}); lower train.batch_size (the step was not probed)",
+                                {"tokens_per_step": batch.tokens, "corpus_tokens": corpus["tokens"]}))
+    not_probed = ("the target is not this machine's device" if not target.local else
+                  "the step does not fit in memory" if not fits_somehow else
+                  "one step is larger than the corpus" if oversized else
+                  "--probe-seconds 0" if probe_seconds <= 0 else None)
+    if not_probed is None:
         log("plan: measuring the matmul peak and probing the training step")
         peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
         micro, accum, probe_ckpt = _probe_shape(cfg, batch, configured, rec, arith, peak, target.memory)
@@ -133,7 +147,6 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
                       "ratio": compared.peak / max(1, probe["peak_memory"]), "micro_batch": micro,
                       "grad_accum": accum, "phase": compared.peak_phase}
         verdicts.append(estimate_verdict(compared.peak, probe["peak_memory"], probe["memory_method"]))
-    corpus = corpus_tokens(cfg, art)
     n_domains = len(read_json(art["shards"].dir / "shards.json")["val"]) if art["shards"].done else \
         len({s.domain for s in cfg.data.sources})
     lower_bound = None
@@ -145,7 +158,8 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
     else:
         peak_flops = target.datasheet_peak.get(precision)
         lower_bound = arith["planned_flops"] / (peak_flops * batch.world) if peak_flops else None
-        verdicts.append(time_verdict(None, budget_hours, measured=False, lower_bound_seconds=lower_bound))
+        verdicts.append(time_verdict(None, budget_hours, measured=False, lower_bound_seconds=lower_bound,
+                                     not_probed=not_probed))
     verdicts[:0] = [corpus_verdict(corpus, arith), epochs_verdict(corpus, arith)]
     verdicts.append(context_verdict(document_lengths(art, m.seq_len), m.seq_len))
 
@@ -158,7 +172,8 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
             "model": describe_preset(m) or "no preset: the shape of the [model] keys", "target": vars(target),
             "precision": precision, "vocab_from": vocab_from, "batch": asdict(batch),
             "budget_hours": budget_hours, "budget_from": budget.source, "price_per_hour": price_per_hour,
-            "arithmetic": arith, "memory": memory, "probe": probe, "compile": compile_decision,
+            "arithmetic": arith, "memory": memory, "probe": probe, "not_probed": not_probed,
+            "compile": compile_decision,
             "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
             "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,
             "level": worst(v.level for v in verdicts)}
@@ -179,10 +194,7 @@ def _suggest(cfg: Config, batch: EffectiveBatch, vocab: int, precision: str, tar
     ckpt = t.activation_checkpointing
 
     def fits(cand: ModelConfig) -> dict | None:
-        rec = recommend_batch(cand, vocab, rank_batch, precision, t.optimizer, target.device_type,
-                              target.memory, overhead, ckpt, MEMORY_HEADROOM)
-        if not rec["fits"]:
-            return None
+        # the one-formula tests first, the batch search last: a deep model's family has a member per layer
         if "corpus" in failing and tokens_needed(count_params(cand, vocab).total, tokens_per_param) > corpus["tokens"]:
             return None
         if budget_hours is not None and seconds is not None:
@@ -190,6 +202,10 @@ def _suggest(cfg: Config, batch: EffectiveBatch, vocab: int, precision: str, tar
             scale = flops_per_token(cand, vocab)["total"] / arith["flops_per_token"]
             if seconds * scale > budget_hours * 3600:
                 return None
+        rec = recommend_batch(cand, vocab, rank_batch, precision, t.optimizer, target.device_type,
+                              target.memory, overhead, ckpt, MEMORY_HEADROOM)
+        if not rec["fits"]:
+            return None
         extra = {}
         if rec["micro_batch"] != t.batch_size:
             extra["batch_size"] = (t.batch_size, rec["micro_batch"])

@@ -11,6 +11,9 @@ time) or at the optimizer step (every gradient, plus the optimizer's temporaries
 """
 from __future__ import annotations
 
+import bisect
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import ModelConfig
@@ -124,8 +127,22 @@ def estimate_memory(m: ModelConfig, vocab: int, micro_batch: int, grad_accum: in
                           activation_checkpointing=activation_checkpointing)
 
 
-def divisors_descending(n: int) -> list[int]:
-    return [d for d in range(n, 0, -1) if n % d == 0]
+def divisors(n: int) -> list[int]:
+    """n's divisors, ascending, by trial division up to sqrt(n): a batch of 10^9 has 100 of them."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def largest_fitting_divisor(n: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest divisor b of the global batch n whose step fits(b), with a few estimates, not one per divisor.
+    Below n the step's memory grows with b (gradient accumulation holds the gradients at every b < n), so those
+    divisors are bisected; n itself, with no accumulation and so no such gradients, may fit where n / 2 does not,
+    and is tried first."""
+    *below, whole = divisors(n)
+    if fits(whole):
+        return whole
+    n_fitting = bisect.bisect_left(below, True, key=lambda b: not fits(b))
+    return below[n_fitting - 1] if n_fitting else None
 
 
 def recommend_batch(m: ModelConfig, vocab: int, global_batch: int, precision: str, optimizer: str,
@@ -133,13 +150,13 @@ def recommend_batch(m: ModelConfig, vocab: int, global_batch: int, precision: st
                     headroom: float = 0.9) -> dict:
     """The largest micro-batch dividing the global batch whose step fits in `headroom` x memory; if none
     fits, the same search with activation checkpointing on. Larger micro-batches keep the device busier."""
+    def estimate(b: int, ckpt: bool) -> MemoryEstimate:
+        return estimate_memory(m, vocab, b, global_batch // b, precision, optimizer, device_type, ckpt, overhead)
+
     for ckpt in dict.fromkeys((activation_checkpointing, True)):
-        for b in divisors_descending(global_batch):
-            est = estimate_memory(m, vocab, b, global_batch // b, precision, optimizer, device_type, ckpt,
-                                  overhead)
-            if est.total <= headroom * memory:
-                return {"fits": True, "micro_batch": b, "grad_accum": global_batch // b,
-                        "activation_checkpointing": ckpt, "total": est.total}
-    smallest = estimate_memory(m, vocab, 1, global_batch, precision, optimizer, device_type, True, overhead)
+        b = largest_fitting_divisor(global_batch, lambda micro: estimate(micro, ckpt).total <= headroom * memory)
+        if b is not None:
+            return {"fits": True, "micro_batch": b, "grad_accum": global_batch // b,
+                    "activation_checkpointing": ckpt, "total": estimate(b, ckpt).total}
     return {"fits": False, "micro_batch": 1, "grad_accum": global_batch, "activation_checkpointing": True,
-            "total": smallest.total}
+            "total": estimate(1, True).total}

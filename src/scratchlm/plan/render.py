@@ -78,8 +78,10 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
                             f"({plan['memory_comparison']['ratio']:.2f}x; {p['memory_method']})"),
         ]
     else:
-        rows.append(("probe", "not run (" + ("the target is not this machine's device" if not plan["target"]["local"]
-                                             else "the step does not fit in memory") + ")"))
+        why = plan.get("not_probed") or (  # plans saved before it was recorded
+            "the target is not this machine's device" if not plan["target"]["local"] else "the step does not fit "
+            "in memory")
+        rows.append(("probe", f"not run ({why})"))
     if plan.get("compile"):  # plans saved before the decision existed lack it
         rows.append(("compile", compile_text(plan["compile"])))
     if tp:

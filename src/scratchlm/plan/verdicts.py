@@ -68,16 +68,20 @@ def memory_verdict(configured_total: int, memory: int, recommendation: dict, con
 
 
 def time_verdict(total_seconds: float | None, budget_hours: float | None, measured: bool,
-                 lower_bound_seconds: float | None = None) -> Verdict:
+                 lower_bound_seconds: float | None = None,
+                 not_probed: str = "the probe needs the target device") -> Verdict:
     ev = {"total_seconds": total_seconds, "budget_hours": budget_hours, "measured": measured,
           "lower_bound_seconds": lower_bound_seconds}
     if not measured:
-        bound = lower_bound_seconds or 0.0
+        if lower_bound_seconds is None:
+            return Verdict("time", "warning", f"not measured ({not_probed}), and no datasheet peak for this "
+                           "device to bound it", ev)
+        bound = lower_bound_seconds
         if budget_hours is not None and bound > budget_hours * 3600:
             return Verdict("time", "error", f"even at 100% of the datasheet peak the run needs "
                            f"{bound / 3600:.1f} h > budget {budget_hours:g} h", ev)
-        return Verdict("time", "warning", f"not measured (the probe needs the target device); at 100% of the "
-                       f"datasheet peak it would need {bound / 3600:.2f} h of compute", ev)
+        return Verdict("time", "warning", f"not measured ({not_probed}); at 100% of the datasheet peak it would "
+                       f"need {bound / 3600:.2f} h of compute", ev)
     if budget_hours is None:
         return Verdict("time", "ok", f"{total_seconds / 3600:.2f} h including one restart; no budget given "
                        f"([plan] budget_hours or --budget-hours), so not checked against one", ev)

@@ -18,7 +18,7 @@ from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 from ..atomic import fsync_path, replacing_dir
-from ..disk import free_bytes, size_text
+from ..disk import free_bytes, size_text, write_failure_reason
 from ..errors import UserError
 from ..ids import file_digest, write_json
 from ..model.best import best_checkpoint
@@ -119,7 +119,7 @@ def _tensor_bytes(obj) -> int:
 
 def _write_failure(final: Path, error: BaseException, needed: int) -> str:
     """A failed save is most often a full disk: say how full, against what the checkpoint needs."""
-    reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+    reason = write_failure_reason(error)
     previous = list_checkpoints(final.parent)
     kept = f"; {previous[-1].name} is untouched" if previous else ""
     return (f"could not write checkpoint {final} ({reason}): {size_text(free_bytes(final.parent))} free on its "
