@@ -78,6 +78,9 @@ def _budget_options(p: argparse.ArgumentParser) -> None:
                         "budget of the saved plan of this training); over it, the plan is an error that stops `run`")
     p.add_argument("--price-per-hour", type=float, default=None,
                    help="device price per hour, for the cost line (overrides [plan] price_per_hour)")
+    p.add_argument("--remeasure", action="store_true",
+                   help="time the training step again, where the saved plan of this training measured it on this "
+                        "machine under the same conditions (by default those timings are reused)")
 
 
 def _config_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -268,7 +271,8 @@ def _dispatch_with_config(args: argparse.Namespace) -> int:
         from .stages import run_all
 
         run_all(cfg, resume=args.resume, force=args.force, resume_from=args.resume_from,
-                budget_hours=args.budget_hours, price_per_hour=args.price_per_hour, eval_device=args.eval_device)
+                budget_hours=args.budget_hours, price_per_hour=args.price_per_hour, eval_device=args.eval_device,
+                remeasure=args.remeasure)
         return 0
     if args.command == "plan":
         from .plan.commands import plan_command

@@ -127,7 +127,8 @@ def stage_report(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
 
 
 def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe_seconds: float = 3.0,
-               budget_hours: float | None = None, price_per_hour: float | None = None) -> dict | None:
+               budget_hours: float | None = None, price_per_hour: float | None = None,
+               remeasure: bool = False) -> dict | None:
     """Plan the training about to start (not when it is already done); refuse a plan in error unless forced.
     budget_hours / price_per_hour: the flags; without them the [plan] keys, else the saved plan's budget."""
     from .plan.demo import accepted_notes, blocking_errors
@@ -137,7 +138,8 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
 
     if art["train"].done:
         return None
-    plan = make_plan(cfg, art, budget_hours=budget_hours, price_per_hour=price_per_hour, probe_seconds=probe_seconds)
+    plan = make_plan(cfg, art, budget_hours=budget_hours, price_per_hour=price_per_hour, probe_seconds=probe_seconds,
+                     remeasure=remeasure)
     log(render_plan(plan))
     for note in accepted_notes(plan["verdicts"], cfg.run.demo):
         log(f"plan: {note}")
@@ -288,7 +290,7 @@ def plan_artifacts(cfg: Config) -> dict[str, Artifact]:
 
 def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from: Path | None = None,
             budget_hours: float | None = None, price_per_hour: float | None = None,
-            eval_device: str | None = None) -> dict:
+            eval_device: str | None = None, remeasure: bool = False) -> dict:
     """Every stage in order, each skipped when up to date. force: continue past a plan in error, or a
     contamination error (an eval set mostly copied in training). budget_hours / price_per_hour: see stage_plan.
     eval_device: evaluate during training with the eval watcher on that device (train.eval becomes external, an
@@ -297,7 +299,8 @@ def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from:
         cfg.train.eval = "external"
     art = plan_artifacts(cfg)
     options = {"decontaminate": {"allow_contaminated": force},
-               "plan": {"force": force, "budget_hours": budget_hours, "price_per_hour": price_per_hour},
+               "plan": {"force": force, "budget_hours": budget_hours, "price_per_hour": price_per_hour,
+                        "remeasure": remeasure},
                "train": {"resume": resume, "resume_from": resume_from}}
     result = None
     for stage in STAGES:

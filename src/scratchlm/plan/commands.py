@@ -18,7 +18,8 @@ from .resume import verify_resume
 
 def plan_command(cfg: Config, art: dict[str, Artifact], args: argparse.Namespace) -> int:
     plan = make_plan(cfg, art, gpu=args.gpu, budget_hours=args.budget_hours, price_per_hour=args.price_per_hour,
-                     tokens_per_param=args.tokens_per_param, probe_seconds=args.probe_seconds)
+                     tokens_per_param=args.tokens_per_param, probe_seconds=args.probe_seconds,
+                     remeasure=args.remeasure)
     print(json.dumps(plan, indent=2, default=str) if args.json else render_plan(plan))
     for note in accepted_notes(plan["verdicts"], cfg.run.demo):
         print(f"plan: {note}", file=sys.stderr)
@@ -33,7 +34,7 @@ def check_command(cfg: Config, plan_artifacts: Callable[[Config], dict[str, Arti
     if whole.level == "error":
         raise UserError(whole.summary)
     plan = make_plan(cfg, art, budget_hours=args.budget_hours, price_per_hour=args.price_per_hour,
-                     probe_seconds=args.probe_seconds)
+                     probe_seconds=args.probe_seconds, remeasure=args.remeasure)
     resume = None if args.skip_resume else verify_resume(cfg, art, plan_artifacts)
     items = [whole, *run_checklist(cfg, art, plan, resume)]
     if args.json:

@@ -23,8 +23,9 @@ from .extrapolate import extrapolate
 from .hardware import GiB, measure_matmul_peak, resolve_target
 from .memory import divisors, estimate_memory, recommend_batch
 from .peakmem import rss_bytes
+from .saved_probe import probe_key, saved_probe, settle_compile_seconds, stamp
 from .shrink import config_diff, largest_fitting
-from .verdicts import (MEMORY_HEADROOM, Verdict, context_verdict, corpus_verdict, epochs_verdict,
+from .verdicts import (MEMORY_HEADROOM, Verdict, busy_verdict, context_verdict, corpus_verdict, epochs_verdict,
                        estimate_verdict, memory_verdict, time_verdict, worst)
 
 ASSUMED_CUDA_CONTEXT = GiB // 2  # typical CUDA context + cuBLAS workspace; measured when the GPU is local
@@ -77,11 +78,33 @@ def _probe_shape(cfg: Config, batch: EffectiveBatch, configured, rec: dict, arit
 
 
 
-def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, budget_hours: float | None = None,
-              price_per_hour: float | None = None, tokens_per_param: float = DEFAULT_TOKENS_PER_PARAM,
-              probe_seconds: float = 3.0, save: bool = True) -> dict:
+def _measure(cfg: Config, art: dict[str, Artifact], vocab: int, device: torch.device, precision: str,
+             batch: EffectiveBatch, configured, rec: dict, arith: dict, target, probe_seconds: float,
+             key: dict) -> dict:
+    """The probe of the training step on this machine, with the matmul peak, MFU and the kept compile time."""
     from .probe import run_probe
 
+    log("plan: measuring the matmul peak and probing the training step")
+    peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
+    micro, accum, probe_ckpt = _probe_shape(cfg, batch, configured, rec, arith, peak, target.memory)
+    shards_dir = art["shards"].dir if art["shards"].done else None
+    probe = stamp(run_probe(cfg, vocab, device, precision, micro, accum, probe_ckpt, shards_dir, probe_seconds))
+    achieved = arith["flops_per_token"] * probe["tokens_per_s"]
+    probe.update({"matmul_peak_flops": peak, "achieved_flops": achieved, "mfu_measured_peak": achieved / peak,
+                  "datasheet_peak_flops": target.datasheet_peak.get(precision),
+                  "mfu_datasheet": achieved / target.datasheet_peak[precision]
+                  if precision in target.datasheet_peak else None})
+    if "compile" in probe:
+        model_key = {**key, "model": vars(cfg.model), "probed": [micro, accum, probe_ckpt]}
+        probe["compile"] = settle_compile_seconds(cfg.workdir, model_key, probe["compile"])
+    return probe
+
+
+def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, budget_hours: float | None = None,
+              price_per_hour: float | None = None, tokens_per_param: float = DEFAULT_TOKENS_PER_PARAM,
+              probe_seconds: float = 3.0, save: bool = True, remeasure: bool = False) -> dict:
+    """remeasure: probe the step again even where the saved plan of this training measured it under the same
+    conditions (plan/saved_probe.py)."""
     where = str(cfg.path) if cfg.path else "config"
     for built in (a for a in art.values() if a.done):  # the plan reads shards.json, the tokenizer, the corpus
         built.check_whole()
@@ -131,22 +154,30 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
                   "the step does not fit in memory" if not fits_somehow else
                   "one step is larger than the corpus" if oversized else
                   "--probe-seconds 0" if probe_seconds <= 0 else None)
+    key = None
     if not_probed is None:
-        log("plan: measuring the matmul peak and probing the training step")
-        peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
-        micro, accum, probe_ckpt = _probe_shape(cfg, batch, configured, rec, arith, peak, target.memory)
-        shards_dir = art["shards"].dir if art["shards"].done else None
-        probe = run_probe(cfg, vocab, device, precision, micro, accum, probe_ckpt, shards_dir, probe_seconds)
-        achieved = arith["flops_per_token"] * probe["tokens_per_s"]
-        probe.update({"matmul_peak_flops": peak, "achieved_flops": achieved, "mfu_measured_peak": achieved / peak,
-                      "datasheet_peak_flops": target.datasheet_peak.get(precision),
-                      "mfu_datasheet": achieved / target.datasheet_peak[precision]
-                      if precision in target.datasheet_peak else None})
+        if t.threads and device.type == "cpu":  # as the probe and the trainer run: the key names the threads
+            torch.set_num_threads(t.threads)
+        key = probe_key(device, target.name, precision,
+                        {"micro_batch": batch.micro_batch, "grad_accum": batch.grad_accum,
+                         "as_configured": configured.total <= MEMORY_HEADROOM * target.memory,
+                         "activation_checkpointing": ckpt}, t.compile)
+        probe = None if remeasure else saved_probe(cfg.workdir, art["train"].id, key)
+        if probe is not None:
+            log(f"plan: step timings of {probe.get('measured_at', 'the saved plan')} reused (same config, machine, "
+                "threads and torch); --remeasure measures them again")
+        else:
+            probe = _measure(cfg, art, vocab, device, precision, batch, configured, rec, arith, target, probe_seconds,
+                             key)
+        micro, accum, probe_ckpt = probe["micro_batch"], probe["grad_accum"], probe["activation_checkpointing"]
         compared = estimate(m, micro, accum, probe_ckpt)
         comparison = {"estimate": compared.peak, "measured": probe["peak_memory"],
                       "ratio": compared.peak / max(1, probe["peak_memory"]), "micro_batch": micro,
                       "grad_accum": accum, "phase": compared.peak_phase}
         verdicts.append(estimate_verdict(compared.peak, probe["peak_memory"], probe["memory_method"]))
+        busy = busy_verdict(probe)
+        if busy is not None:
+            verdicts.append(busy)
     n_domains = len(read_json(art["shards"].dir / "shards.json")["val"]) if art["shards"].done else \
         len({s.domain for s in cfg.data.sources})
     lower_bound = None
@@ -172,7 +203,7 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
             "model": describe_preset(m) or "no preset: the shape of the [model] keys", "target": vars(target),
             "precision": precision, "vocab_from": vocab_from, "batch": asdict(batch),
             "budget_hours": budget_hours, "budget_from": budget.source, "price_per_hour": price_per_hour,
-            "arithmetic": arith, "memory": memory, "probe": probe, "not_probed": not_probed,
+            "arithmetic": arith, "memory": memory, "probe": probe, "probe_key": key, "not_probed": not_probed,
             "compile": compile_decision,
             "memory_comparison": comparison, "time": time_plan, "corpus": corpus,
             "verdicts": [v.as_dict() for v in verdicts], "suggestion": suggestion,

@@ -24,7 +24,9 @@ from ..model.device import autocast, sync
 from ..model.generate import generate
 from ..tokenizer.shards import TokenShard
 from ..train.checkpoint import load_training_state, save_checkpoint
+from .machine_load import OtherLoad
 from .peakmem import PeakMemory, release_freed_memory
+from .verdicts import busy_reasons as _busy
 
 DECODE_TOKENS = 8
 # Steps run in the peak-memory window: the first allocates the optimizer's state and picks kernels, the second
@@ -91,7 +93,7 @@ def _warm_up_framework(cfg: Config, vocab: int, device: torch.device, precision:
 
 def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, micro_batch: int, grad_accum: int,
               activation_checkpointing: bool, shards_dir: Path | None, seconds: float = 3.0,
-              min_steps: int = 2) -> dict:
+              min_steps: int = 3) -> dict:
     """The eager step, and with train.compile true or auto also the compiled step and the compile time
     (result["compile"], for train/compile_choice.py). Memory, evaluation and checkpoints are measured eager:
     the trainer evaluates and saves the plain module either way."""
@@ -113,8 +115,9 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
                               t.grad_clip).losses[0] for _ in range(MEMORY_STEPS)]
     # Timed outside the window: inside it every allocation above 128 KiB is a fresh mapping (plan/peakmem.py),
     # which made the CPU step 1.6-1.9x slower than the same step in training and the time plan that much too long.
-    run = _timed_steps(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step,
-                       t.grad_clip, seconds, min_steps)
+    with OtherLoad() as load:
+        run = _timed_steps(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step,
+                           t.grad_clip, seconds, min_steps, load)
     tokens_per_micro = micro_batch * m.seq_len
     step_seconds = grad_accum * run.micro + run.optimizer_step
     result = {
@@ -122,6 +125,8 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
         "activation_checkpointing": activation_checkpointing,
         "batches": batches.source, "steps_timed": run.steps, "micro_batches_timed": run.micro_batches,
         "micro_seconds": run.micro, "optimizer_step_seconds": run.optimizer_step, "step_seconds": step_seconds,
+        "window_micro_seconds": run.window_micro, "spread": run.spread, "median_micro_seconds": run.median_micro,
+        "timed_seconds": run.seconds, "other_load": load.share,
         "tokens_per_step": tokens_per_micro * grad_accum,
         "tokens_per_s": tokens_per_micro * grad_accum / step_seconds,
         "peak_memory": mem.peak, "memory_method": mem.method, "memory_baseline": mem.baseline,
@@ -138,14 +143,42 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
     return result
 
 
-class _Run:
-    """Median times of the timed steps (after the peak-memory window's steps, which allocated the optimizer state
-    and picked the kernels)."""
+# The timed steps are cut into this many consecutive windows. A machine shared with other work (a workstation, a
+# shared CPU server) slows some windows and not others: a fast window is the step's own cost, the same from one
+# plan to the next, where a median over all steps moved with the load (1.47 h, then 0.10 h, for one config).
+WINDOWS = 5
+EXTEND = 4  # windows further apart than verdicts.BUSY_SPREAD: time up to this many times the probe's seconds
 
-    def __init__(self, micro_times: list[float], step_times: list[float], losses: list[float], last_x: torch.Tensor):
-        self.losses, self.last_x = losses, last_x
-        self.micro, self.optimizer_step = statistics.median(micro_times), statistics.median(step_times)
-        self.steps, self.micro_batches = len(step_times), len(micro_times)
+
+def window_medians(times: list[float], windows: int = WINDOWS) -> list[float]:
+    """The median of each of up to `windows` consecutive, equal runs of `times` (in order of measurement)."""
+    n = min(windows, len(times))
+    bounds = [round(i * len(times) / n) for i in range(n + 1)]
+    return [statistics.median(times[a:b]) for a, b in zip(bounds, bounds[1:])]
+
+
+def low_window(medians: list[float]) -> float:
+    """The second fastest of 4 or more windows (else the fastest): as far from the busy ones as the fastest, when
+    up to 3 of 5 were slowed, and not one lucky window's (one spinning process on 2 cores: 0.82 s fastest window,
+    1.38 s median in one plan; 1.18-1.36 s in the next four)."""
+    return sorted(medians)[len(medians) // 4]
+
+
+class _Run:
+    """The timed steps (after the peak-memory window's steps, which allocated the optimizer state and picked the
+    kernels): each time is a fast window's median (low_window), and `spread` how much slower the slowest window
+    was than the fastest."""
+
+    def __init__(self, step_micro_times: list[list[float]], step_times: list[float], losses: list[float],
+                 last_x: torch.Tensor, seconds: float = 0.0):
+        self.losses, self.last_x, self.seconds = losses, last_x, seconds
+        # a window holds whole steps, so a step's micro-batches and its optimizer step share the window's load
+        per_step = [statistics.median(times) for times in step_micro_times]
+        self.window_micro = window_medians(per_step)
+        self.micro, self.optimizer_step = low_window(self.window_micro), low_window(window_medians(step_times))
+        self.spread = max(self.window_micro) / min(self.window_micro) - 1
+        self.median_micro = statistics.median(t for times in step_micro_times for t in times)  # the old estimate
+        self.steps, self.micro_batches = len(step_times), sum(map(len, step_micro_times))
 
 
 def _micro(model, batches: Batches, device: torch.device, precision: str, scaler, grad_accum: int) -> tuple:
@@ -189,17 +222,22 @@ def _step(model, optimizer, scaler, batches: Batches, device: torch.device, prec
 
 
 def _timed_steps(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str, grad_accum: int,
-                 micro_per_step: int, grad_clip: float, seconds: float, min_steps: int) -> _Run:
-    micro_times: list[float] = []
+                 micro_per_step: int, grad_clip: float, seconds: float, min_steps: int, load: OtherLoad) -> _Run:
+    """Steps for `seconds` (at least min_steps); while the windows disagree or other processes load the CPUs, up
+    to EXTEND x as long: on a busy machine more windows find a fast one, where a few guess."""
+    micro_times: list[list[float]] = []
     step_times: list[float] = []
     losses: list[float] = []
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or len(step_times) < min_steps:
+    start = time.perf_counter()
+    while True:
         step = _step(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step, grad_clip)
-        micro_times += step.micro_times
+        micro_times.append(step.micro_times)
         step_times.append(step.optimizer_seconds)
         losses += step.losses
-    return _Run(micro_times, step_times, losses, step.last_x)
+        run = _Run(micro_times, step_times, losses, step.last_x, time.perf_counter() - start)
+        if len(step_times) >= min_steps and run.seconds >= seconds and (
+                run.seconds >= EXTEND * seconds or not _busy(run.spread, load.so_far())):
+            return run
 
 
 def _measure_compile(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str,
@@ -247,11 +285,13 @@ def _time_eval_and_samples(model, x: torch.Tensor, device: torch.device, precisi
             model(x)
         sync(device)
         times.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    list(generate(model, [0], DECODE_TOKENS, temperature=0.0))
-    decode = (time.perf_counter() - t0) / DECODE_TOKENS
+    decode = []
+    for _ in range(3):  # the fastest, as for the step: a busy spell should not lengthen the forecast
+        t0 = time.perf_counter()
+        list(generate(model, [0], DECODE_TOKENS, temperature=0.0))
+        decode.append((time.perf_counter() - t0) / DECODE_TOKENS)
     model.train()
-    return {"eval_batch_seconds": min(times[1:]), "decode_token_seconds": decode}
+    return {"eval_batch_seconds": min(times[1:]), "decode_token_seconds": min(decode)}
 
 
 def _time_checkpoint(model, optimizer, scaler, m: ModelConfig, vocab: int, device: torch.device) -> dict:

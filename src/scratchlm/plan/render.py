@@ -69,7 +69,7 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
         rows += [
             ("probe", f"{p['steps_timed']} steps on {p['batches']}, micro-batch {p['micro_batch']} x "
                       f"{p['grad_accum']}: {p['step_seconds']:.3f} s/step ({p['micro_seconds']:.3f} s per "
-                      f"micro-batch, {p['optimizer_step_seconds']:.3f} s optimizer)"),
+                      f"micro-batch, {p['optimizer_step_seconds']:.3f} s optimizer)" + _windows(p)),
             ("throughput", f"{p['tokens_per_s']:,.0f} tokens/s, {_f(p['achieved_flops'])}FLOP/s"),
             ("MFU", f"{p['mfu_measured_peak']:.1%} of the measured matmul peak {_f(p['matmul_peak_flops'])}FLOP/s"
                     + mfu_ds),
@@ -99,6 +99,16 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
     if plan.get("budget_hours") is not None:  # plans saved before the row existed lack budget_from
         rows.append(("budget", f"{plan['budget_hours']:g} h (from {plan.get('budget_from') or '--budget-hours'})"))
     return rows
+
+
+def _windows(probe: dict) -> str:
+    """How the step time was taken, and when (plans saved before the windows lack them)."""
+    if "window_micro_seconds" not in probe:
+        return ""
+    n = len(probe["window_micro_seconds"])
+    which = "the second fastest" if n >= 4 else "the fastest"
+    return (f"; {which} of {n} windows, the slowest {probe['spread']:.0%} slower than the fastest; measured "
+            f"{probe['measured_at']}")
 
 
 def render_plan(plan: dict) -> str:

@@ -115,3 +115,34 @@ def estimate_verdict(estimate: int, measured: int | None, method: str) -> Verdic
     level = "ok" if 0.75 <= ratio <= 1.25 else "warning"
     return Verdict("estimate", level, f"estimated peak is {ratio:.2f}x the measured one"
                    + ("" if level == "ok" else "; trust the measured figure"), ev)
+
+
+# Slowest probe window over the fastest, past which the machine was busy while the plan timed the step (the probe
+# then times longer, plan/probe.py). On an idle 2-core machine windows of one step each came 20-28% apart.
+BUSY_SPREAD = 0.25
+# Other processes' share of all CPUs while the step was timed, past which the plan says so: a process that keeps a
+# core busy the whole time slows every window alike (one spinning process on 2 cores: 2-3x slower steps).
+BUSY_OTHER_LOAD = 0.2
+
+
+def busy_reasons(spread: float | None, other_load: float | None, windows: int = 0) -> list[str]:
+    """Why the machine looks busy while the step is timed; empty when it does not (the probe's and the verdict's
+    one test)."""
+    reasons = []
+    if other_load is not None and other_load > BUSY_OTHER_LOAD:
+        reasons.append(f"other processes used {other_load:.0%} of the CPUs")
+    if spread is not None and spread > BUSY_SPREAD:
+        reasons.append(f"{spread:.0%} between the fastest and the slowest of {windows} windows")
+    return reasons
+
+
+def busy_verdict(probe: dict) -> Verdict | None:
+    """A warning beside the time verdict, never a change of it: the forecast is a fast window's step."""
+    spread, load = probe.get("spread"), probe.get("other_load")
+    reasons = busy_reasons(spread, load, len(probe.get("window_micro_seconds") or []))
+    if not reasons:
+        return None
+    return Verdict("busy", "warning", f"the machine was busy while the step was timed: {'; '.join(reasons)}. The "
+                   "forecast uses a fast window; training on a machine that stays this busy takes longer, and "
+                   "`plan --remeasure` on a quiet one gives the machine's own speed",
+                   {"spread": spread, "other_load": load, "windows": probe.get("window_micro_seconds")})
