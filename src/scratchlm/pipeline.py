@@ -48,8 +48,7 @@ class Artifact:
 
     def check_whole(self, deep: bool = False) -> None:
         """A UserError naming the first damaged file and the command that rebuilds the artifact."""
-        self.record_files()
-        problem = self.damage(deep)
+        problem = damage(self.dir, self.record_files(), deep)
         if problem:
             raise UserError(self.damaged(problem))
 
@@ -61,22 +60,34 @@ class Artifact:
         """The record of its files for its manifest."""
         return record(self.dir, self.outputs(self.dir, result) if self.outputs else every_file(self.dir))
 
-    def record_files(self) -> None:
-        """A manifest written before manifests listed files gets the list, of the files as they are now."""
+    def record_files(self) -> dict[str, dict]:
+        """The files the manifest lists. A manifest written before manifests listed files gets the list, of the
+        files as they are now."""
         manifest = self.manifest()
         if "files" not in manifest:
             manifest["files"] = self.files(manifest["result"])
             try:
                 write_json(self.dir / MANIFEST, manifest)
             except OSError:  # a workdir read-only to this user: checked again, and recorded, by one that can write
-                return
+                return manifest["files"]
             log(f"{self.stage}: its manifest predates file lists; {len(manifest['files'])} files recorded as they are")
+        return manifest["files"]
 
 
 def plan_path(workdir: Path, train_id: str) -> Path:
     """Where the plan of a training is saved: one file per train ID (the plan writes it, the trainer reads its
     compile decision)."""
     return Path(workdir) / "plan" / f"{train_id}.json"
+
+
+def saved_plan(workdir: Path, train_id: str) -> dict:
+    """The saved plan of a training, {} when there is none or it is damaged: whoever reads it (the budget, the
+    reused timings, the trainer's compile decision) then decides without it, and the next plan overwrites it."""
+    path = plan_path(workdir, train_id)
+    try:
+        return read_json(path) if path.exists() else {}
+    except ValueError:
+        return {}
 
 
 def require(art: dict[str, Artifact], stage: str) -> Artifact:

@@ -156,7 +156,8 @@ def _data_identity(cfg: Config, cache: DigestCache) -> list:
     from .data.readers import source_files
     from .data.val_split import guard_settings
 
-    sources = [{"source": vars(src), "files": files_id(source_files(src, cfg.base_dir, cfg.workdir), cache, cfg.base_dir)}
+    sources = [{"source": vars(src),
+                "files": files_id(source_files(src, cfg.base_dir, cfg.workdir), cache, cfg.base_dir)}
                for src in cfg.data.sources]
     return [sources, {k: v for k, v in cfg.identity("data").items() if k != "sources"},
             {"validation_guard": list(guard_settings(cfg.decontaminate))}]

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..config import Config
 from ..errors import UserError
-from ..ids import read_json
-from ..pipeline import plan_path
+from ..pipeline import plan_path, saved_plan
 from ..progress import log
 
 
@@ -22,13 +20,6 @@ class Budget:
     hours: float | None
     price_per_hour: float | None
     source: str | None  # where the hours came from: "--budget-hours", "[plan] budget_hours", the saved plan's path
-
-
-def _saved(path: Path) -> dict:
-    try:
-        return read_json(path) if path.exists() else {}
-    except ValueError:  # a damaged plan file only loses its budget; the new plan overwrites it
-        return {}
 
 
 def resolve_budget(cfg: Config, train_id: str, hours: float | None = None,
@@ -52,7 +43,7 @@ def resolve_budget(cfg: Config, train_id: str, hours: float | None = None,
         price_per_hour = cfg.plan.price_per_hour
     if hours is None or price_per_hour is None:
         path = plan_path(cfg.workdir, train_id)
-        saved = _saved(path)
+        saved = saved_plan(cfg.workdir, train_id)
         if hours is None and saved.get("budget_hours") is not None:
             hours, source = saved["budget_hours"], str(path)
             log(f"plan: judged against the budget of {hours:g} h kept in the saved plan {path}; set [plan] "

@@ -1,6 +1,6 @@
 """How much of the machine's CPUs other processes used while the probe timed the step.
 
-A busy spell slows some probe windows (the probe keeps the fastest), but a process that keeps the cores busy the
+A busy spell slows some probe windows (the probe keeps a fast one), but a process that keeps the cores busy the
 whole time slows every window alike, and then only this says so: the system's busy CPU time (/proc/stat, steal
 included: another virtual machine on the same host) less this process's own (os.times), over the CPUs' time.
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from ..ids import content_id, read_json, write_json
-from ..pipeline import plan_path
+from ..pipeline import saved_plan
 
 COMPILE_CACHE = "compile_seconds.json"
 
@@ -33,11 +33,7 @@ def probe_key(device: torch.device, device_name: str, precision: str, shape: dic
 
 def saved_probe(workdir: Path, train_id: str, key: dict) -> dict | None:
     """The probe of the saved plan of this training when it was measured under `key`'s conditions."""
-    path = plan_path(workdir, train_id)
-    try:
-        saved = read_json(path) if path.exists() else {}
-    except ValueError:  # a damaged plan is measured again and overwritten
-        return None
+    saved = saved_plan(workdir, train_id)
     probe = saved.get("probe")
     return probe if probe and saved.get("probe_key") == key else None
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import torch
 
 from ..config import Config
-from ..ids import read_json
-from ..pipeline import plan_path
+from ..pipeline import saved_plan
 from ..progress import log
 
 
@@ -56,11 +55,7 @@ def plan_decision(workdir: Path, train_id: str | None, device: torch.device, pre
     precision (a plan made under other conditions, e.g. a bf16 plan for an fp32 run, decides nothing)."""
     if train_id is None:
         return None
-    path = plan_path(workdir, train_id)
-    try:
-        plan = read_json(path) if path.exists() else {}
-    except ValueError:  # a damaged plan decides nothing; the run goes on eager
-        return None
+    plan = saved_plan(workdir, train_id)  # none, or damaged: the run goes on eager
     decision = plan.get("compile")
     probe = plan.get("probe")
     if not decision or probe is None or torch.device(probe["device"]).type != device.type \
