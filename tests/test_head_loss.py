@@ -67,3 +67,28 @@ def test_the_model_trains_with_it_and_evaluates_without_gradients():
     assert model.tok_emb.weight.grad is not None and model.tok_emb.weight.grad.abs().sum() > 0
     with torch.no_grad():
         torch.testing.assert_close(model(x, y)[1], expected.detach())
+
+
+def test_under_fp16_autocast_no_vocabulary_row_flushes_to_zero():
+    """fp16's smallest subnormal is 6e-8; the logit gradient of a token not among the targets is about
+    1/(vocab x tokens), here 1.5e-8. Made in the forward pass, before GradScaler's scale exists, it used to flush to
+    zero: every vocabulary row that was not a target got an all-zero head gradient. Now within standard AMP's
+    error (the plain head with the loss scaled before backward), against the fp32 gradients."""
+    g = torch.Generator().manual_seed(2)
+    n, d, vocab, scale = 4096, 16, 16384, 2.0 ** 16
+    h, weight = torch.randn(n, d, generator=g), torch.randn(vocab, d, generator=g) * 0.02
+    targets, token_weights = torch.randint(0, vocab, (n,), generator=g), torch.full((n,), 1 / n)
+
+    def scaled_grads(fn, dtype):
+        hh, ww = h.clone().requires_grad_(), weight.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = fn(hh, ww, targets, token_weights, 0.0)
+        (scale * loss).backward()  # as GradScaler does; unscaled below
+        return hh.grad / scale, ww.grad / scale
+
+    exact = scaled_grads(_plain, None)
+    amp = scaled_grads(_plain, torch.float16)
+    ours = scaled_grads(head_loss, torch.float16)
+    assert int((ours[1].abs().sum(dim=1) == 0).sum()) == 0
+    for o, a, e in zip(ours, amp, exact):
+        assert (o - e).norm() / e.norm() < 2 * (a - e).norm() / e.norm()

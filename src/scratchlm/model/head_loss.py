@@ -51,11 +51,14 @@ class _HeadLoss(torch.autograd.Function):
     def forward(ctx, h, weight, targets, token_weights, softcap, chunk_tokens):
         mm_dtype = _matmul_dtype(h.device.type, h.dtype)
         want_h, want_w = ctx.needs_input_grad[:2]
-        grad_h = torch.empty_like(h) if want_h else None
+        # fp32 whatever h's dtype: these gradients are not yet multiplied by a loss scaler's scale (that comes in
+        # backward), and 1/N-sized entries do not survive a half-precision buffer
+        grad_h = torch.empty(h.shape, dtype=torch.float32, device=h.device) if want_h else None
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_w else None
         total = torch.zeros((), dtype=torch.float32, device=h.device)
         with torch.autocast(h.device.type, enabled=False):  # the casts below are explicit
             w = weight.to(mm_dtype)
+            w_max = w.abs().amax().float() if mm_dtype == torch.float16 else None  # for the fp16 scale, once
             for start in range(0, h.size(0), chunk_tokens):
                 end = start + chunk_tokens
                 hc, tc, wc = h[start:end].to(mm_dtype), targets[start:end, None], token_weights[start:end]
@@ -75,20 +78,45 @@ class _HeadLoss(torch.autograd.Function):
                 g.scatter_add_(1, tc, -wc[:, None].to(g.dtype))
                 if tanh is not None:
                     g.mul_(1 - tanh * tanh)
+                scale = _fp16_scale(g, hc, w_max) if mm_dtype == torch.float16 else None
+                if scale is not None:
+                    g.mul_(scale)
                 g = g.to(mm_dtype)
                 if want_h:
-                    grad_h[start:end] = g @ w
+                    grad_h[start:end] = _unscaled(g @ w, scale)
                 if want_w and mm_dtype == torch.float32:
                     grad_w.addmm_(g.t(), hc)
                 elif want_w:  # a half-precision matmul, as autocast's head would run; summed in fp32
-                    grad_w += (g.t() @ hc).float()
+                    grad_w += _unscaled(g.t() @ hc, scale)
         ctx.save_for_backward(grad_h, grad_w)
-        ctx.weight_dtype = weight.dtype
+        ctx.h_dtype, ctx.weight_dtype = h.dtype, weight.dtype
         return total
 
     @staticmethod
     def backward(ctx, grad_out):
         grad_h, grad_w = ctx.saved_tensors
-        return (grad_h * grad_out if grad_h is not None else None,
+        return ((grad_h * grad_out).to(ctx.h_dtype) if grad_h is not None else None,
                 (grad_w * grad_out).to(ctx.weight_dtype) if grad_w is not None else None,
                 None, None, None, None)
+
+
+# The largest magnitude a scaled fp16 product may reach: half of fp16's largest finite value (65,504).
+FP16_REACH = 2.0 ** 15
+
+
+def _fp16_scale(g: torch.Tensor, hc: torch.Tensor, w_max: torch.Tensor) -> torch.Tensor:
+    """A power of two that lifts the chunk's logit gradient into fp16's range before the cast.
+
+    Standard AMP multiplies the loss by GradScaler's scale before backward, so the logit gradient it casts to
+    fp16 is already large. Here that gradient is made in the forward pass, before any scale exists: unscaled,
+    its entries are about 1/(vocab x tokens), below fp16's smallest subnormal (6e-8), and a whole vocabulary
+    row's gradient flushes to zero (tests/test_head_loss.py). The scale is as large as the two products allow
+    without overflow: a row of g sums to at most 2 max|g| in absolute value (softmax minus one-hot), so
+    |g @ w| <= 2 max|g| max|w|; and |g.T @ hc| <= rows x max|g| x max|hc|. A power of two makes scaling and
+    unscaling exact. Computed on the device, with no host sync."""
+    bound = g.abs().amax() * torch.maximum(2 * w_max, hc.size(0) * hc.abs().amax().float())
+    return torch.exp2(torch.floor(torch.log2(FP16_REACH / bound.clamp(min=torch.finfo(torch.float32).tiny))))
+
+
+def _unscaled(product: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
+    return product.float() if scale is None else product.float() / scale
