@@ -1,5 +1,7 @@
 """The trainer's machine choices: bf16 from the hardware's facts (model/device.py), torch.compile from
 measurements (train/compile_choice.py). The timers are replaced here: no test asserts a timing."""
+import os
+
 import pytest
 import torch
 
@@ -196,3 +198,16 @@ def test_a_failing_compile_in_the_probe_is_the_reason_to_stay_eager(monkeypatch)
     assert probe["compile"] == {"error": "RuntimeError: InvalidCxxCompiler: no working C++ compiler found"}
     decision = decide_compile("auto", probe["compile"], 10**6)
     assert not decision["compile"] and "no working C++ compiler" in decision["reason"]
+
+
+def test_cuda_allocator_grows_segments_unless_the_user_chose_otherwise():
+    import subprocess
+    import sys
+
+    code = "import os, scratchlm.model.device; print(os.environ['PYTORCH_CUDA_ALLOC_CONF'])"
+    env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "expandable_segments:True"
+    mine = subprocess.run([sys.executable, "-c", code], env={**env, "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"},
+                          capture_output=True, text=True, check=True).stdout
+    assert mine.strip() == "max_split_size_mb:64"

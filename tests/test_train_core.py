@@ -13,7 +13,7 @@ from scratchlm.model.best import best_checkpoint, mark_best
 from scratchlm.model.checkpoint import list_checkpoints, load_model_weights, verify_checkpoint
 from scratchlm.tokenizer.shards import TokenShard, TokenShardWriter
 from scratchlm.train.checkpoint import save_checkpoint
-from scratchlm.train.loader import MixtureLoader, Prefetcher, window_starts
+from scratchlm.train.loader import MixtureLoader, Prefetcher, on_device, window_starts
 
 SOURCES = {"sources": [{"name": "a", "domain": "a", "path": "x"}]}
 
@@ -41,15 +41,15 @@ def test_head_dim_decouples_head_width_from_d_model():
     assert torch.isfinite(loss)
 
 
-def _shards(tmp_path, doc_lengths, bos=1):
+def _shards(tmp_path, doc_lengths, bos=1, vocab=100):
     (tmp_path / "train").mkdir()
-    writer = TokenShardWriter(tmp_path / "train" / "a.bin", vocab_size=100)
+    writer = TokenShardWriter(tmp_path / "train" / "a.bin", vocab_size=vocab)
     rng = np.random.default_rng(0)
     for n in doc_lengths:
-        writer.add([bos, *rng.integers(2, 100, n - 1)], domain_id=0)
+        writer.add([bos, *rng.integers(2, vocab, n - 1)], domain_id=0)
     total = writer.close()
     write_json(tmp_path / "shards.json", {"train": {"a": {"weight": 1.0, "tokens": total}}, "val": {},
-                                          "vocab_size": 100})
+                                          "vocab_size": vocab})
     return tmp_path
 
 
@@ -71,12 +71,26 @@ def test_the_global_batch_is_the_same_however_ranks_and_micro_batches_split_it(t
     assert all(tuple(row.tolist()) in allowed for row in one.draw(0, 0)[0])  # only document-aware windows
 
 
+@pytest.mark.parametrize("vocab, wire", [(65536, torch.int16), (100_000, torch.int32)])
+def test_a_batch_crosses_in_the_shards_width_and_is_widened_exactly(tmp_path, vocab, wire):
+    """Ids above the signed half of the width (32,767 for 2 bytes) come back whole after the narrow copy."""
+    loader = MixtureLoader(_shards(tmp_path, [40] * 20, vocab=vocab), 16, 4, seed=3)
+    rows, _ = loader.draw_rows(0)
+    assert rows.dtype == wire and rows.is_contiguous() and rows.shape == (4, 17)
+    x, y = on_device(rows, torch.device("cpu"))
+    expected = np.stack([loader.shards[0].tokens[s:s + 17] for s in loader.positions(0)[1]]).astype(np.int64)
+    assert x.dtype == torch.int64 and (x.numpy() == expected[:, :-1]).all() and (y.numpy() == expected[:, 1:]).all()
+    assert expected.max() > vocab // 2  # the high ids were in the batch
+
+
 def test_prefetcher_yields_the_loaders_batches_in_order(tmp_path):
     loader = MixtureLoader(_shards(tmp_path, [40] * 20), 16, 4, seed=3, grad_accum=2)
     batches = Prefetcher(loader, start_step=2, max_steps=5, depth=2)
     for step in range(2, 5):
         for micro in range(2):
-            assert torch.equal(batches.get(step, micro)[0], loader.draw(step, micro)[0])
+            x, y = on_device(batches.get(step, micro)[0], torch.device("cpu"))
+            expected = loader.draw(step, micro)
+            assert torch.equal(x, expected[0]) and torch.equal(y, expected[1])
     assert loader.tokens_drawn.sum() == 3 * 2 * 4 * 16
     batches.close()
 
@@ -85,13 +99,13 @@ def test_prefetcher_yields_the_loaders_batches_in_order(tmp_path):
 def test_the_prefetcher_times_the_wait_for_data_with_or_without_its_thread(tmp_path, monkeypatch, depth):
     """The one data-wait timer (the monitor's data_wait_share reads it): without the thread, drawing is the wait."""
     loader = MixtureLoader(_shards(tmp_path, [40] * 20), 16, 4, seed=3)
-    draw = loader.draw
+    draw = loader.draw_rows
 
-    def slow_draw(step, micro=0):
+    def slow_draw(step, micro=0, pin=False):
         time.sleep(0.05)
-        return draw(step, micro)
+        return draw(step, micro, pin)
 
-    monkeypatch.setattr(loader, "draw", slow_draw)
+    monkeypatch.setattr(loader, "draw_rows", slow_draw)
     batches = Prefetcher(loader, start_step=0, max_steps=3, depth=depth)
     for step in range(3):
         batches.get(step, 0)

@@ -16,7 +16,7 @@ import torch
 from scratchlm import stages
 from scratchlm.stages import load_config, plan_artifacts
 from scratchlm.train import loop
-from scratchlm.train.loader import MixtureLoader, Prefetcher, pins_batches
+from scratchlm.train.loader import MixtureLoader, Prefetcher, on_device, pins_batches
 
 # Every way a tensor's value reaches Python; each one waits for the device on CUDA.
 READBACKS = ("item", "tolist", "__float__", "__int__", "__bool__", "__index__")
@@ -82,24 +82,30 @@ def test_batches_are_pinned_for_cuda_only():
 
 
 @pytest.mark.parametrize("pin, depth, pinned", [(True, 2, True), (False, 2, False), (True, 0, False)])
-def test_the_prefetch_thread_pins_the_batch_tensors_when_asked(tmp_path, monkeypatch, pin, depth, pinned):
-    """Pinning needs CUDA; on CPU the call is recorded instead. With depth 0 there is no thread to pin in."""
-    pinning_threads = []
+def test_the_prefetch_thread_reads_each_batch_into_one_pinned_buffer_when_asked(tmp_path, monkeypatch, pin, depth,
+                                                                                pinned):
+    """Pinning needs CUDA; on CPU the request is recorded instead. One contiguous buffer per micro-batch, in the
+    shards' 2-byte width, allocated page-locked in the prefetch thread: not two strided int64 slices pinned by a
+    copy each. With depth 0 there is no thread to pin in."""
+    allocations = []
+    empty = torch.empty
 
-    def pin_memory(self):
-        pinning_threads.append(threading.current_thread().name)
-        return self.clone()
+    def recording_empty(*shape, pin_memory=False, **kwargs):
+        allocations.append((threading.current_thread().name, pin_memory))
+        return empty(*shape, **kwargs)
 
-    monkeypatch.setattr(torch.Tensor, "pin_memory", pin_memory)
     loader = _tiny_loader(tmp_path)
+    expected = {(step, micro): loader.draw(step, micro) for step in range(2) for micro in range(2)}
+    monkeypatch.setattr(torch, "empty", recording_empty)
     batches = Prefetcher(loader, start_step=0, max_steps=2, depth=depth, pin_memory=pin)
-    for step in range(2):
-        for micro in range(2):
-            x, y, _ = batches.get(step, micro)
-            expected = loader.draw(step, micro)
-            assert torch.equal(x, expected[0]) and torch.equal(y, expected[1])
+    for (step, micro), (x_expected, y_expected, _) in expected.items():
+        rows, _ = batches.get(step, micro)
+        assert rows.is_contiguous() and rows.dtype == torch.int16
+        x, y = on_device(rows, torch.device("cpu"))
+        assert torch.equal(x, x_expected) and torch.equal(y, y_expected)
     batches.close()
-    assert pinning_threads == (["scratchlm-prefetch"] * 8 if pinned else [])  # x and y of 2 steps x 2 micro
+    thread = "scratchlm-prefetch" if depth else "MainThread"
+    assert allocations == [(thread, pinned)] * 4  # 2 steps x 2 micro-batches, one buffer each
 
 
 GPU_CHECK = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"

@@ -9,6 +9,12 @@ import torch
 
 from ..progress import log
 
+# CUDA's caching allocator, told to grow segments in place instead of cutting fixed blocks: less memory lost to
+# fragmentation when tensor sizes vary (the last partial chunk of the head loss, evaluation batches), as nanochat and
+# torchtitan run it. Read once, when CUDA first allocates, so it is set at import, before any device exists; a value
+# the user exported wins. Never run on a GPU by this project so far; no effect on a CPU or MPS.
+os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+
 
 def pick_device(requested: str = "auto") -> torch.device:
     if requested != "auto":

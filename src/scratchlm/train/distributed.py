@@ -7,7 +7,8 @@ full state dict is gathered onto rank 0's CPU first (a collective every rank joi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -15,11 +16,19 @@ import torch.distributed as dist
 from .batch import ranks_launched
 
 
+# How long ranks wait for rank 0's disk (a checkpoint, the run's summary) before giving up. A collective times out
+# after torch's default, 10 minutes under NCCL: enough for any all-reduce, not for writing a 1.5B model's
+# 18 GB of weights and optimizer state to a slow network disk. Waits for a write go through a CPU (gloo) group
+# with this timeout instead, so a hang in training is still caught at the collective timeout.
+DISK_WAIT = timedelta(hours=2)
+
+
 @dataclass(frozen=True)
 class World:
     rank: int = 0
     size: int = 1
     local_rank: int = 0
+    disk_waits: object = field(default=None, compare=False)  # the gloo group barrier() waits in
 
     @property
     def main(self) -> bool:
@@ -40,7 +49,7 @@ def init_world(device: torch.device) -> tuple[World, torch.device]:
         torch.cuda.set_device(device)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return World(rank, size, local), device
+    return World(rank, size, local, dist.new_group(backend="gloo", timeout=DISK_WAIT)), device
 
 
 def close_world(world: World) -> None:
@@ -87,6 +96,15 @@ def any_rank(flag: bool, world: World, device: torch.device) -> bool:
     return bool(t.item())
 
 
+def any_rank_of(flags: tuple[bool, ...], world: World, device: torch.device) -> tuple[bool, ...]:
+    """`any_rank` of several flags in one all-reduce: one wait for the host instead of one per flag."""
+    if not world.active:
+        return flags
+    t = torch.tensor([int(f) for f in flags], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return tuple(bool(v) for v in t.tolist())
+
+
 def same_on_all_ranks(value, world: World):
     """Rank 0's `value` (any picklable object) on every rank: a decision a run takes once, for all its ranks."""
     if not world.active:
@@ -97,8 +115,9 @@ def same_on_all_ranks(value, world: World):
 
 
 def barrier(world: World) -> None:
+    """Every rank waits here until all arrive: where the others wait for rank 0's writes (see DISK_WAIT)."""
     if world.active:
-        dist.barrier()
+        dist.barrier(group=world.disk_waits)
 
 
 def full_state(model: torch.nn.Module, optimizer, fsdp: bool) -> tuple[dict, dict]:

@@ -64,6 +64,12 @@ class MixtureLoader:
         if not self.shards:
             raise UserError(f"no source has more than seq_len+1 = {seq_len + 1} training tokens")
         self.probs = np.asarray(weights, dtype=np.float64) / sum(weights)
+        widths = {shard.tokens.dtype.itemsize for shard in self.shards}
+        if len(widths) > 1:
+            raise UserError(f"token shards in {shards_dir / 'train'} mix 2- and 4-byte token ids; rerun "
+                            f"`scratchlm tokenizer encode --force`")
+        self.token_dtype = self.shards[0].tokens.dtype
+        self.wire_dtype = WIRE_DTYPES[self.token_dtype.itemsize]
         self.tokens_drawn = np.zeros(len(self.shards), dtype=np.int64)
 
     def positions(self, step: int, micro: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -82,13 +88,27 @@ class MixtureLoader:
                           dtype=np.int64)
         return which, starts
 
-    def draw(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    def draw_rows(self, step: int, micro: int = 0, pin: bool = False) -> tuple[torch.Tensor, np.ndarray]:
+        """This rank's micro-batch of `step` as one contiguous [batch, seq_len + 1] buffer of token ids in the
+        shards' own width (2 bytes up to a 65,536 vocabulary), read straight from the shards into it.
+
+        The width travels as the signed type of the same size (torch's unsigned 16/32-bit types support few
+        operations); `on_device` widens it back after the copy, so a batch crosses to the GPU at a quarter of
+        int64's bytes. With `pin`, the buffer is page-locked, from torch's caching host allocator, which keeps
+        it from reuse until the asynchronous copy that reads it has finished."""
         which, starts = self.positions(step, micro)
-        rows = np.empty((self.batch_size, self.seq_len + 1), dtype=np.int64)
+        rows = torch.empty((self.batch_size, self.seq_len + 1), dtype=self.wire_dtype, pin_memory=pin)
+        view = rows.numpy().view(self.token_dtype)
         for i, (s, start) in enumerate(zip(which, starts)):
-            rows[i] = self.shards[s].tokens[start:start + self.seq_len + 1]
-        t = torch.from_numpy(rows)
-        return t[:, :-1], t[:, 1:], which
+            view[i] = self.shards[s].tokens[start:start + self.seq_len + 1]
+        return rows, which
+
+    def draw(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+        """(inputs, targets, sources) as int64 on the CPU: for replays, benches and tests; training uses
+        `draw_rows` and `on_device`."""
+        rows, which = self.draw_rows(step, micro)
+        x, y = on_device(rows, torch.device("cpu"))
+        return x, y, which
 
     def batch(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
         x, y, which = self.draw(step, micro)
@@ -114,6 +134,18 @@ class MixtureLoader:
         self.tokens_drawn = np.asarray(state["tokens_drawn"], dtype=np.int64)
 
 
+# Token ids cross to the device as the signed integer of their stored width; on_device masks the sign back off.
+WIRE_DTYPES = {2: torch.int16, 4: torch.int32}
+_WIRE_MASKS = {torch.int16: 0xFFFF, torch.int32: 0xFFFFFFFF}
+
+
+def on_device(rows: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, targets) as int64 on `device`, from a `draw_rows` buffer: one copy of the narrow buffer,
+    asynchronous from pinned memory, then widened where it lands."""
+    ids = rows.to(device, non_blocking=True).to(torch.int64).bitwise_and_(_WIRE_MASKS[rows.dtype])
+    return ids[:, :-1], ids[:, 1:]
+
+
 def pins_batches(device: torch.device) -> bool:
     """Page-locked batches make a host-to-device copy asynchronous; only CUDA has such copies to gain."""
     return device.type == "cuda"
@@ -126,9 +158,9 @@ class Prefetcher:
     batch itself): a loader that cannot keep up shows there, instead of as an unexplained drop in tokens/s. It
     is the one data-wait timer; the monitor's data-wait share is read from it.
 
-    pin_memory (for a CUDA training device): the thread also copies each batch's tensors into page-locked memory,
-    without which the loop's `.to(device, non_blocking=True)` is a synchronous copy. Not with depth 0: pinning in
-    the training thread costs the copy it would save.
+    pin_memory (for a CUDA training device): the thread reads each batch straight into page-locked memory, without
+    which the loop's `.to(device, non_blocking=True)` is a synchronous copy staged through pageable memory. Not
+    with depth 0: in the training thread an asynchronous copy gains nothing.
     """
 
     def __init__(self, loader: MixtureLoader, start_step: int, max_steps: int, depth: int, pin_memory: bool = False):
@@ -144,7 +176,7 @@ class Prefetcher:
     def _run(self) -> None:
         try:
             for key in self._order:
-                item = (key, self._pinned(self.loader.draw(*key)))
+                item = (key, self.loader.draw_rows(*key, pin=self.pin_memory))
                 while not self._stop.is_set():
                     try:
                         self._queue.put(item, timeout=0.1)
@@ -156,24 +188,25 @@ class Prefetcher:
         except BaseException as e:  # surfaced in the training thread, not lost in this one
             self._queue.put((None, e))
 
-    def _pinned(self, batch: tuple) -> tuple:
-        if not self.pin_memory:
-            return batch
-        return tuple(part.pin_memory() if isinstance(part, torch.Tensor) else part for part in batch)
-
-    def get(self, step: int, micro: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    def get(self, step: int, micro: int) -> tuple[torch.Tensor, np.ndarray]:
+        """(rows, sources) of the micro-batch: `on_device(rows, device)` gives its inputs and targets."""
         t0 = time.perf_counter()
-        batch = self.loader.batch(step, micro) if self.depth == 0 else self._take(step, micro)
+        batch = self._draw_here(step, micro) if self.depth == 0 else self._take(step, micro)
         self.wait_seconds += time.perf_counter() - t0
         return batch
 
-    def _take(self, step: int, micro: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    def _draw_here(self, step: int, micro: int) -> tuple[torch.Tensor, np.ndarray]:
+        rows, which = self.loader.draw_rows(step, micro)
+        self.loader.consumed(which)
+        return rows, which
+
+    def _take(self, step: int, micro: int) -> tuple[torch.Tensor, np.ndarray]:
         key, item = self._queue.get()
         if key is None:
             raise item
         if key != (step, micro):
             raise RuntimeError(f"prefetcher out of order: expected {(step, micro)}, got {key}")
-        self.loader.consumed(item[2])
+        self.loader.consumed(item[1])
         return item
 
     def close(self) -> None:

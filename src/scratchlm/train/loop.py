@@ -36,9 +36,9 @@ from ..tokenizer.shards import check_tokenizer_matches
 from . import optim
 from .batch import effective_batch
 from .checkpoint import load_training_state, save_checkpoint, set_rng_state
-from .distributed import (World, any_rank, barrier, close_world, full_state, init_world, load_optimizer_state,
-                          mean_over_ranks, same_on_all_ranks, wrap_model)
-from .loader import MixtureLoader, Prefetcher, pins_batches
+from .distributed import (World, any_rank, any_rank_of, barrier, close_world, full_state, init_world,
+                          load_optimizer_state, mean_over_ranks, same_on_all_ranks, wrap_model)
+from .loader import MixtureLoader, Prefetcher, on_device, pins_batches
 from .schedule import lr_factor
 from .start_from import is_own_checkpoint, keep_hyperparameters, load_start, restore_hyperparameters
 
@@ -292,12 +292,16 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
 
     def checkpoint(at: int) -> Path | None:
         model_state, optimizer_state = full_state(model if t.fsdp else raw, optimizer, t.fsdp)
-        if not world.main:
-            return None
-        return save_checkpoint(ckpt_dir, at, raw, optimizer,
-                               {"scaler": scaler.state_dict(), "loader": loader.state_dict()},
-                               meta, t.keep_last, files=(out / "tokenizer.json",),
-                               model_state=model_state, optimizer_state=optimizer_state, keep=unevaluated())
+        saved = None
+        if world.main:
+            saved = save_checkpoint(ckpt_dir, at, raw, optimizer,
+                                    {"scaler": scaler.state_dict(), "loader": loader.state_dict()},
+                                    meta, t.keep_last, files=(out / "tokenizer.json",),
+                                    model_state=model_state, optimizer_state=optimizer_state, keep=unevaluated())
+        # The other ranks wait for the write here, under the long timeout of a wait for rank 0's disk, and not in
+        # the next step's gradient all-reduce, where a write slower than the collective timeout kills the job.
+        barrier(world)
+        return saved
 
     def evaluate(at: int) -> None:
         row, samples = evaluate_step(raw, tokenizer, shards_dir, cfg, prompts, device, precision, at)
@@ -339,8 +343,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         lr = _set_lr(optimizer, scheduled_factor(step, t))
         loss_sum = torch.zeros((), dtype=loss_dtype(device), device=device)
         for micro in range(grad_accum):
-            x, y, _ = batches.get(step, micro)
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            rows, _ = batches.get(step, micro)
+            x, y = on_device(rows, device)
             with no_sync(model, micro < grad_accum - 1):  # DDP all-reduces on the last micro-batch only
                 with autocast(device, precision):
                     _, loss = model(x, y)
@@ -379,9 +383,11 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                 log(step_line(step, t.max_steps, row, (time.perf_counter() - loop_start) / (step - loop_start_step)))
             window_start, window_tokens, window_wait = time.perf_counter(), 0, batches.wait_seconds
             window_wall = time.time()
-        due_by_time = bool(t.checkpoint_minutes) and any_rank(
-            time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes, world, device)
-        stopping = any_rank(stop.signum is not None, world, device)  # every rank must join the save
+        due_by_time = stopping = False
+        if agreement_due(step, t, world):  # every rank must join a save: they decide it together
+            due_by_time, stopping = any_rank_of(
+                (bool(t.checkpoint_minutes) and time.monotonic() - last_checkpoint >= 60 * t.checkpoint_minutes,
+                 stop.signum is not None), world, device)
         paused = step == stop.at_step  # the same on every rank
         if checkpoint_due(step, t) or (external and eval_due(step, t)) or due_by_time or stopping or paused:
             halt_if_nonfinite()  # a checkpoint asked for by time or a signal was not checked before the update
@@ -421,6 +427,18 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
 
 def log_due(step: int, t) -> bool:
     return step % t.log_every == 0 or step == t.max_steps
+
+
+# Under torchrun the ranks agree on a time-based checkpoint or a signal every this many steps (and at log steps):
+# agreeing is an all-reduce the host must wait for, so doing it every step would stall the device queue once per
+# step. 10 steps of a 1B model take seconds, well within the grace a scheduler gives a SIGTERM (30 s on SLURM).
+AGREE_EVERY = 10
+
+
+def agreement_due(step: int, t, world: World) -> bool:
+    """Whether the ranks compare their stop and checkpoint-by-time flags after `step`; alone, a process decides
+    at every step, for free."""
+    return not world.active or step % AGREE_EVERY == 0 or log_due(step, t)
 
 
 def checkpoint_due(step: int, t) -> bool:
