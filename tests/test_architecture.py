@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "scratchlm"
 LAYERS = (
     # shared helpers that know nothing of the pipeline
     ("base", ("errors", "ids", "md", "progress", "disk", "pool", "rating", "userjsonl", "workdir_lock", "atomic",
-              "toml_text")),
+              "toml_text", "sampling")),
     ("config", ("config", "presets", "executor")),  # the typed config, the model presets it expands, where tasks run
     ("pipeline", ("pipeline", "artifact_files")),  # artifacts: IDs, skipping, manifests; no stage knowledge
     ("data", ("data",)),
@@ -30,7 +30,7 @@ LAYERS = (
     ("plan", ("plan",)),
     ("report", ("report",)),
     # the stage registry and the commands: they know every stage
-    ("top", ("stages", "cli", "__main__", "quickstart", "config_template", "experiments")),
+    ("top", ("stages", "cli", "__main__", "quickstart", "config_template", "config_reference", "experiments")),
 )
 
 

@@ -394,12 +394,13 @@ def test_check_states_which_isolation_would_run(monkeypatch):
 
 
 def test_the_suite_refuses_before_loading_the_model(monkeypatch, tmp_path):
-    """No sandbox: `eval --checkpoint` on a code config stops at once with the one-line refusal."""
-    from scratchlm.eval.suite import evaluate_suite
+    """No sandbox: `eval suite` on a code config (HumanEval under its cap) stops at once with the one-line refusal."""
+    from scratchlm.eval.suite import HumanEvalChoice, evaluate_suite
 
     monkeypatch.setattr(sandbox, "detect", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
     with pytest.raises(UserError, match="refusing to run model-written code"):
-        evaluate_suite(_config("code"), {}, tmp_path / "no-checkpoint-needed")
+        evaluate_suite(_config("code"), {}, tmp_path / "no-checkpoint-needed",
+                       humaneval=HumanEvalChoice(cap_minutes=10))
 
 
 @needs_sandbox

@@ -68,7 +68,7 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     cfg = run
     ckpts = list_checkpoints(plan_artifacts(cfg)["train"].dir / "checkpoints")
     base, unevaluated = ckpts[-1], ckpts[0]
-    assert main(["eval", "-c", str(cfg.path), "--checkpoint", str(base)]) == 0
+    assert main(["eval", "suite", str(base), "-c", str(cfg.path)]) == 0
     result = read_json(evals_dir(base) / "eval.json")
     assert set(result["domains"]) == {"code", "docs", "web"}
     if SANDBOX:
@@ -77,7 +77,7 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
         assert result["humaneval"]["isolation"] == "bubblewrap"
     assert result["tasks"]["mc"]["items"] == 1 and result["diversity"]["generations"] > 0
 
-    r = cli(monkeypatch, capsys, "eval", "human", "-c", cfg.path, "--checkpoint", base, "--n", 2)
+    r = cli(monkeypatch, capsys, "eval", "human", base, "-c", cfg.path, "--n", 2)
     assert r.returncode == 0, r.stderr
     sheet = next(evals_dir(base).glob("human-*.json"))
     r = cli(monkeypatch, capsys, "eval", "rate", sheet, stdin="5\n4\n3\n2\n1\n2\n3\n4\n")
@@ -122,12 +122,12 @@ def test_int8_export_evaluates_like_its_checkpoint(run, tmp_path):
     assert main(["export", "--checkpoint", str(base), "--quantize", "int8", "--out", str(int8)]) == 0
     for checkpoint in (base, int8):
         if not (evals_dir(checkpoint) / "eval.json").exists():
-            assert main(["eval", "-c", str(run.path), "--checkpoint", str(checkpoint)]) == 0
+            assert main(["eval", "suite", str(checkpoint), "-c", str(run.path)]) == 0
     ours, theirs = (read_json(evals_dir(c) / "eval.json")["val_loss"] for c in (int8, base))
     assert abs(ours - theirs) < 0.02 * theirs
 
 
 def test_checkpoint_with_another_tokenizer_is_refused(run, tmp_path, monkeypatch, capsys):
     foreign = make_checkpoint(tmp_path / "foreign")
-    r = cli(monkeypatch, capsys, "eval", "-c", run.path, "--checkpoint", foreign)
+    r = cli(monkeypatch, capsys, "eval", "suite", foreign, "-c", run.path)
     assert r.returncode == 2 and "different tokenizer" in r.stderr and "Traceback" not in r.stderr

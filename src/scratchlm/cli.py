@@ -15,12 +15,13 @@ from .errors import UserError
 from .experiments.commands import (
     COMMANDS as EXPERIMENTS,  # argparse only: cheap to import
 )
+from .sampling import CHAT, GENERATE, Sampling
 from .stages import ARTIFACT_STAGES, STAGE, plan_artifacts
 
 # The commands that write to the workdir: each stage's command (ARTIFACT_STAGES) and these. Each holds the
 # workdir's lock while it runs (workdir_lock.py) and takes --wait. Not here: those that only read it (data
 # show/explain/rejected/trace), `plan` (one plan file, written atomically), and those that write beside a checkpoint
-# or a finished stage (eval --checkpoint / human / rate, report RUN_DIR, data audit), so that they can be used
+# or a finished stage (eval suite / human / rate / watch, report RUN_DIR, data audit), so that they can be used
 # while a training runs.
 LOCKING = (("quickstart", None), ("run", None), ("check", None), ("sft", None), ("ablate", None), ("ladder", None),
            *((s.command[0], s.command[1] if len(s.command) > 1 else None) for s in ARTIFACT_STAGES))
@@ -39,28 +40,96 @@ def _train_options(p: argparse.ArgumentParser) -> None:
                         "train.max_steps, and --resume continues it")
 
 
+# `eval suite` runs HumanEval (hours on a CPU) only when asked, or when its estimate is at most this many minutes.
+HUMANEVAL_CAP_MINUTES = 10.0
+
+
 def _eval_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("verb", nargs="?", choices=("human", "rate", "watch"),
-                   help="human: write a rating sheet; rate: score it; watch: evaluate the run's checkpoints beside it")
-    p.add_argument("sheet", nargs="?", help="the rating sheet (eval rate)")
-    p.add_argument("--checkpoint", help="evaluate this checkpoint with the full suite, stored next to it")
-    p.add_argument("--n", type=int, default=20, help="outputs on the rating sheet (eval human)")
-    p.add_argument("--format", choices=("json", "csv"), default="json", help="rating sheet format (eval human)")
-    p.add_argument("--out", help="rating sheet path (default: the checkpoint's evals folder)")
-    p.add_argument("--device", default="auto",
-                   help="eval watch: where to evaluate (cpu, cuda:1, ...; auto: a second GPU if any, else the CPU)")
-    p.add_argument("--suite", choices=("fast", "full"), default="fast",
-                   help="eval watch: fast = the trainer's evaluation (per-domain loss, samples); full = also the "
-                        "suite of `eval --checkpoint` (tasks, HumanEval, diversity)")
-    which = p.add_mutually_exclusive_group()
-    which.add_argument("--every-checkpoint", action="store_true", help="eval watch: evaluate every checkpoint")
+    """`scratchlm eval -c F` is the pipeline's eval stage; each other job is a verb with only its own flags."""
+    # The form before the verbs, for one release: `eval --checkpoint PATH` runs `eval suite PATH` (_old_eval_forms).
+    p.add_argument("--checkpoint", dest="old_checkpoint", help=argparse.SUPPRESS)
+    p.add_argument("--unsafe-run-code-unsandboxed", action="store_true", help=argparse.SUPPRESS)
+    verbs = p.add_subparsers(dest="verb", metavar="[VERB]", title="verbs (without one: the pipeline's eval stage)")
+    for add_verb in (_suite_verb, _human_verb, _rate_verb, _watch_verb):
+        add_verb(verbs)
+
+
+def _suite_verb(verbs) -> None:
+    v = verbs.add_parser("suite", help="the full evaluation of one checkpoint, stored next to it: loss per domain, "
+                                       "diversity, your tasks, HumanEval for code models")
+    v.add_argument("checkpoint", metavar="CHECKPOINT")
+    _verb_config(v)
+    v.add_argument("--humaneval", action="store_true",
+                   help="run HumanEval whatever its estimated time (and whatever eval.suite.humaneval says)")
+    v.add_argument("--humaneval-cap-minutes", type=float, default=HUMANEVAL_CAP_MINUTES, metavar="MINUTES",
+                   help="with eval.suite.humaneval = \"auto\" and a code source, run HumanEval only if its estimate "
+                        "(the first problem's time x the problems, printed before the rest run) is at most this; "
+                        "0: only with --humaneval (default: %(default)g)")
+    _unsafe_option(v)
+
+
+def _human_verb(verbs) -> None:
+    v = verbs.add_parser("human", help="write a rating sheet of prompts and the checkpoint's outputs")
+    v.add_argument("checkpoint", metavar="CHECKPOINT", nargs="?")
+    v.add_argument("--checkpoint", dest="old_checkpoint", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    _verb_config(v)
+    v.add_argument("--n", type=int, default=20, help="outputs on the sheet (default: %(default)s)")
+    v.add_argument("--format", choices=("json", "csv"), default="json", help="sheet format (default: %(default)s)")
+    v.add_argument("--out", help="sheet path (default: the checkpoint's evals folder)")
+
+
+def _rate_verb(verbs) -> None:
+    v = verbs.add_parser("rate", help="score a rating sheet in the terminal")
+    v.add_argument("sheet", metavar="SHEET", help="a sheet written by `scratchlm eval human`")
+    v.add_argument("-c", "--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # taken before; unused
+
+
+def _watch_verb(verbs) -> None:
+    v = verbs.add_parser("watch", help="evaluate a training run's checkpoints beside it, as they are written")
+    _verb_config(v)
+    v.add_argument("--device", default="auto",
+                   help="where to evaluate (cpu, cuda:1, ...; auto: a second GPU if any, else the CPU)")
+    v.add_argument("--suite", choices=("fast", "full"), default="fast",
+                   help="fast = the trainer's evaluation (per-domain loss, samples); full = also `eval suite` on "
+                        "each (tasks, diversity; HumanEval only with eval.suite.humaneval = \"on\") "
+                        "(default: %(default)s)")
+    which = v.add_mutually_exclusive_group()
+    which.add_argument("--every-checkpoint", action="store_true", help="evaluate every checkpoint")
     which.add_argument("--every", type=int, default=None, metavar="N",
-                       help="eval watch: evaluate the checkpoints of steps that are multiples of N (and the last); "
+                       help="evaluate the checkpoints of steps that are multiples of N (and the last); "
                             "default: those of train.eval_every")
-    p.add_argument("--threads", type=int, default=0, help="eval watch: torch CPU threads (0: torch's default)")
-    p.add_argument("--unsafe-run-code-unsandboxed", action="store_true",
+    v.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    _unsafe_option(v)
+
+
+def _verb_config(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: `eval -c F VERB` (before the verb) keeps its value; the verb's default would overwrite it.
+    p.add_argument("-c", "--config", default=argparse.SUPPRESS, help="path to scratchlm.toml")
+
+
+def _unsafe_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unsafe-run-code-unsandboxed", action="store_true", default=argparse.SUPPRESS,
                    help="UNSAFE: where no OS sandbox (bubblewrap) can be made, run HumanEval's model-written code "
                         "as you, with only an audit hook (default: refuse; docs/eval.md)")
+
+
+def _old_eval_forms(args: argparse.Namespace) -> None:
+    """`eval --checkpoint PATH` and `eval human --checkpoint PATH`, the forms before the verbs: run as the verb
+    they mean, with a note, for one release."""
+    old = getattr(args, "old_checkpoint", None) if args.command == "eval" else None
+    if old is None:
+        return
+    if args.verb is None:
+        args.verb, args.checkpoint = "suite", old
+        args.humaneval, args.humaneval_cap_minutes = False, HUMANEVAL_CAP_MINUTES
+        print("note: `scratchlm eval --checkpoint PATH` is now `scratchlm eval suite PATH`; the old form goes in "
+              "the next release", file=sys.stderr)
+    elif args.verb == "human":
+        if args.checkpoint is not None:
+            raise UserError("scratchlm eval human takes the checkpoint once: scratchlm eval human CHECKPOINT")
+        args.checkpoint = old
+        print("note: `scratchlm eval human --checkpoint PATH` is now `scratchlm eval human PATH`; the old form goes "
+              "in the next release", file=sys.stderr)
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
@@ -69,7 +138,7 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 
 # What a stage's command takes beyond -c and --force. `eval` and `report` also do more than run their stage.
 STAGE_OPTIONS = {"train": _train_options, "eval": _eval_options, "report": _report_options}
-OPTIONAL_CONFIG = ("eval", "report")  # `eval rate SHEET`, `eval --checkpoint` without a config, `report RUN_DIR`
+OPTIONAL_CONFIG = ("eval", "report")  # `eval rate SHEET`, `eval VERB -c F` (after the verb), `report RUN_DIR`
 
 
 def _budget_options(p: argparse.ArgumentParser) -> None:
@@ -81,6 +150,22 @@ def _budget_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remeasure", action="store_true",
                    help="time the training step again, where the saved plan of this training measured it on this "
                         "machine under the same conditions (by default those timings are reused)")
+
+
+def _sampling_options(p: argparse.ArgumentParser, defaults: Sampling) -> None:
+    """The flags that change what is sampled, their defaults shown: the same as an export of such a checkpoint
+    carries (sampling.py)."""
+    d = defaults
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="tokens to sample at most "
+                                                                                "(default: %(default)s)")
+    p.add_argument("--temperature", type=float, default=d.temperature, help="0: greedy (default: %(default)s)")
+    p.add_argument("--top-k", type=int, default=d.top_k, help="sample from the k likeliest tokens; 0: all "
+                                                              "(default: %(default)s)")
+    p.add_argument("--top-p", type=float, default=d.top_p, help="sample from the smallest set of tokens holding "
+                                                                "this probability (default: %(default)s)")
+    p.add_argument("--repetition-penalty", type=float, default=d.repetition_penalty,
+                   help="shrink the logits of tokens already in the context; 1.0: none (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=None, help="seed the sampling, for a repeatable output")
 
 
 def _config_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -95,8 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", default="scratchlm-quickstart")
     p.add_argument("--steps", type=int, default=None, help="override the preset's training steps")
 
-    p = sub.add_parser("init", help="write DIR/scratchlm.toml with every key commented")
+    p = sub.add_parser("init", help="write DIR/scratchlm.toml: the keys most runs change, with their meaning")
     p.add_argument("dir")
+    p.add_argument("--full", action="store_true", help="write every key with its default and meaning")
 
     p = sub.add_parser("run", help="run every stage in order, skipping those already up to date")
     _config_arg(p)
@@ -113,15 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arg(p)
     p.add_argument("--gpu", default=None, help="plan for a preset device instead of this one (e.g. h100, a100-80gb)")
     _budget_options(p)
-    p.add_argument("--tokens-per-param", type=float, default=20.0, help="tokens per parameter wanted (20-100)")
-    p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
+    p.add_argument("--tokens-per-param", type=float, default=20.0,
+                   help="tokens per parameter wanted, 20-100 (default: %(default)g)")
+    p.add_argument("--probe-seconds", type=float, default=3.0,
+                   help="seconds of real training steps to time (default: %(default)g)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     p = sub.add_parser("check", help="preflight checklist: each classic mistake, with its verdict and evidence")
     _config_arg(p)
     _budget_options(p)
     p.add_argument("--skip-resume", action="store_true", help="do not run the (real) resume verification")
-    p.add_argument("--probe-seconds", type=float, default=3.0, help="seconds of real training steps to time")
+    p.add_argument("--probe-seconds", type=float, default=3.0,
+                   help="seconds of real training steps to time (default: %(default)g)")
     p.add_argument("--json", action="store_true")
 
     corpus = sub.add_parser("corpus", help="built-in corpus").add_subparsers(dest="verb", required=True)
@@ -165,18 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chat", help="talk to a (fine-tuned) checkpoint in the terminal")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--system", default="", help="system message")
-    p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--top-k", type=int, default=50)
-    p.add_argument("--top-p", type=float, default=0.95)
-    p.add_argument("--repetition-penalty", type=float, default=1.1)
-    p.add_argument("--seed", type=int, default=None)
+    _sampling_options(p, CHAT)
 
     p = sub.add_parser("export", help="export a checkpoint: transformers (hf), llama.cpp (gguf), int8 checkpoint")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--format", choices=("hf", "gguf"), default=None)
     # No argparse choices for the two below: a K-quant name gets the way to make one, not "invalid choice".
-    p.add_argument("--quant", default="f16", help="GGUF tensor type: f16, q8_0 or q4_0")
+    p.add_argument("--quant", default="f16", help="GGUF tensor type: f16, q8_0 or q4_0 (default: %(default)s)")
     p.add_argument("--quantize", default=None,
                    help="int8: a checkpoint with int8 weights, a quarter of the size, for generate/chat/eval")
     p.add_argument("--out", required=True, help="output directory (or .gguf file)")
@@ -184,12 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="generate text from a checkpoint")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--prompt", default=None, help="text to continue (default: none, a new document)")
-    p.add_argument("--max-new-tokens", type=int, default=100)
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-k", type=int, default=50)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--repetition-penalty", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=None)
+    _sampling_options(p, GENERATE)
     p.add_argument("--no-cache", action="store_true", help="recompute the whole prefix each token (slow)")
 
     from .experiments.commands import add_parsers as add_experiment_parsers
@@ -209,7 +288,7 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.command == "init":
         from .config_template import write_init
 
-        print(f"wrote {write_init(Path(args.dir))}")
+        print(f"wrote {write_init(Path(args.dir), args.full)}")
     elif args.command == "corpus":
         from .data.builtin import build_builtin_corpus
 
@@ -320,7 +399,7 @@ def _dispatch_with_config(args: argparse.Namespace) -> int:
 
 def _stage_command(args: argparse.Namespace):
     """The registry's stage this command runs, None for another command (`eval human`, `data audit`, ...)."""
-    if args.command == "eval" and (args.verb or args.checkpoint):  # `eval --checkpoint`, `eval human|rate`
+    if args.command == "eval" and args.verb:  # `eval suite|human|rate|watch`
         return None
     words = (args.command, getattr(args, "verb", None))
     return next((stage for stage in ARTIFACT_STAGES if stage.command == words[:len(stage.command)]), None)
@@ -330,8 +409,8 @@ def _workdir(args: argparse.Namespace) -> tuple[Path, str] | None:
     """The workdir this command uses and how the user named it; None for a command that uses none."""
     if args.command == "quickstart":
         return Path(args.workdir), "quickstart --workdir"
-    if not getattr(args, "config", None) or (args.command == "eval" and (args.checkpoint or args.verb)):
-        return None  # `eval --checkpoint`, `eval human`, `eval rate` write beside the checkpoint or the sheet
+    if not getattr(args, "config", None) or (args.command == "eval" and args.verb):
+        return None  # `eval suite|human|rate` write beside the checkpoint or the sheet; `eval watch` into the run
     return _config(args).workdir, f"{args.config}: [run] workdir"
 
 
@@ -360,6 +439,7 @@ def _workdir_lock(args: argparse.Namespace, argv: list[str] | None) -> contextli
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _old_eval_forms(args)
         with _workdir_lock(args, argv):
             return dispatch(args)
     except OSError as e:

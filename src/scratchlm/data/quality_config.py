@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
-from ..toml_text import toml_value
 from .clean.quality import CODE, PROSE, TECHNICAL, QualityConfig
 
 PROFILES = {"prose": PROSE, "technical": TECHNICAL, "code": CODE}
@@ -50,7 +49,7 @@ def profile_config(profile: str, overrides: dict[str, Any]) -> QualityConfig:
     return dataclasses.replace(PROFILES[profile], **{k: _as_config_value(k, v) for k, v in overrides.items()})
 
 
-def _field_docs() -> dict[str, str]:
+def field_docs() -> dict[str, str]:
     """field -> "origin: comment", from the comments above and beside each field of QualityConfig."""
     docs, block, origin = {}, [], ""
     for line in inspect.getsource(QualityConfig).splitlines():
@@ -65,24 +64,6 @@ def _field_docs() -> dict[str, str]:
         elif not line.strip():
             block = []
     return docs
-
-
-def template_lines(overrides: dict[str, dict] | None = None) -> list[str]:
-    """`[data.quality.prose]` and `[data.quality.code]`: every threshold with its default and origin, commented
-    out (so the file loads back with exactly the defaults) except the keys `overrides` sets."""
-    docs = _field_docs()
-    lines = []
-    for name in PROFILES:
-        given = (overrides or {}).get(name, {})
-        cfg = profile_config(name, given)
-        lines.append(f"[data.quality.{name}]  # thresholds of the `{name}` filter set; false switches a rule off")
-        for f in dataclasses.fields(QualityConfig):
-            prefix = "" if f.name in given else "# "
-            value = getattr(cfg, f.name)
-            value = False if value is None else value  # a rule that is off (None) is written `false`
-            lines.append(f"{prefix}{f.name} = {toml_value(value)}  # {docs.get(f.name, '')}".rstrip(" #"))
-        lines.append("")
-    return lines
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ runs, and it is the same number larger models are compared on.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
+from typing import Callable
 
 from ..errors import UserError
 from ..model.complete import complete_text
@@ -41,21 +43,35 @@ def check_program(problem: dict, completion: str) -> str:
     return f"{problem['prompt']}{completion}\n\n{problem['test']}\n\ncheck({problem['entry_point']})\n"
 
 
+def _solve(model, tokenizer, problem: dict, index: int, samples: int, max_new_tokens: int, temperature: float,
+           timeout_s: float, memory_mb: int, seed: int, isolation: Isolation) -> dict:
+    """One problem: `samples` completions, each run with the problem's tests in the sandbox."""
+    results = []
+    for s in range(samples):
+        completion = complete_text(model, tokenizer, problem["prompt"], max_new_tokens,
+                                   temperature=temperature, seed=seed + index * samples + s, stop=STOP)
+        outcome = run_program(check_program(problem, completion), timeout_s, memory_mb, isolation)
+        results.append({"completion": completion, "status": outcome.status})
+    return {"task_id": problem["task_id"], "passed": sum(r["status"] == "passed" for r in results), "samples": results}
+
+
 def run_humaneval(model, tokenizer, *, problems: int, samples: int, max_new_tokens: int, temperature: float,
-                  timeout_s: float, memory_mb: int, seed: int, isolation: Isolation) -> dict:
+                  timeout_s: float, memory_mb: int, seed: int, isolation: Isolation,
+                  go_on: Callable[[float, int], bool] = lambda seconds, n: True,
+                  clock: Callable[[], float] = time.monotonic) -> dict | None:
+    """go_on(estimated seconds for every problem, number of problems): asked once the first problem is solved and
+    timed (the estimate is its time x the number of problems); False stops there and returns None."""
     chosen = load_problems()
     if problems:
         chosen = chosen[:problems]
-    per_problem = []
-    for pi, problem in enumerate(bar(chosen, desc="humaneval", unit="problem")):
-        results = []
-        for s in range(samples):
-            completion = complete_text(model, tokenizer, problem["prompt"], max_new_tokens,
-                                       temperature=temperature, seed=seed + pi * samples + s, stop=STOP)
-            outcome = run_program(check_program(problem, completion), timeout_s, memory_mb, isolation)
-            results.append({"completion": completion, "status": outcome.status})
-        n_pass = sum(r["status"] == "passed" for r in results)
-        per_problem.append({"task_id": problem["task_id"], "passed": n_pass, "samples": results})
+    solve = dict(samples=samples, max_new_tokens=max_new_tokens, temperature=temperature, timeout_s=timeout_s,
+                 memory_mb=memory_mb, seed=seed, isolation=isolation)
+    start = clock()
+    per_problem = [_solve(model, tokenizer, chosen[0], 0, **solve)]
+    if not go_on((clock() - start) * len(chosen), len(chosen)):
+        return None
+    for pi, problem in enumerate(bar(chosen[1:], desc="humaneval", unit="problem"), start=1):
+        per_problem.append(_solve(model, tokenizer, problem, pi, **solve))
     out = {"problems": len(per_problem), "samples_per_problem": samples,
            "isolation": isolation.kind, "isolation_summary": isolation.summary,
            "limits": Limits(timeout_s=timeout_s, memory_mb=memory_mb).describe(),

@@ -47,7 +47,7 @@ from .watch_state import (TRAINER, WatchFile, competition, cpu_set, device_name,
 @dataclass
 class WatchOptions:
     device: str = "auto"  # auto: the last CUDA device when there are several, else the CPU
-    suite: str = "fast"  # fast: the trainer's evaluation; full: also `eval --checkpoint`'s suite
+    suite: str = "fast"  # fast: the trainer's evaluation; full: also `eval suite`'s
     every: int | None = None  # evaluate steps that are multiples of this (and the last); None: the config's eval steps
     every_checkpoint: bool = False  # evaluate every checkpoint the run writes
     threads: int = 0  # torch CPU threads; 0 leaves torch's default

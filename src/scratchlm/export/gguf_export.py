@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..model.checkpoint import load_model, model_tensors
+from ..sampling import for_checkpoint
 from ..sft.template import JINJA_TEMPLATE
 from ..tokenizer.bpe import BOS, END, EOS, PAD, SPECIAL_TOKENS
 from .mapping import check_exportable, gguf_name, intermediate_size, norm_eps
@@ -89,6 +90,19 @@ def check_quant(quant: str) -> None:
         raise UserError(f"--quant must be one of {', '.join(QUANTS)}, got {quant}")
 
 
+def add_sampling(w, meta: dict) -> None:
+    """The sampling `scratchlm generate` (base) or `chat` (fine-tuned) uses, as llama.cpp reads its defaults from
+    the file (general.sampling.*). The repetition penalty covers the whole context (last_n -1), as ours does."""
+    import gguf
+
+    s, key = for_checkpoint(meta), gguf.Keys.General
+    w.add_float32(key.SAMPLING_TEMP, s.temperature)
+    w.add_int32(key.SAMPLING_TOP_K, s.top_k)
+    w.add_float32(key.SAMPLING_TOP_P, s.top_p)
+    w.add_float32(key.SAMPLING_PENALTY_REPEAT, s.repetition_penalty)
+    w.add_int32(key.SAMPLING_PENALTY_LAST_N, -1)
+
+
 def export_gguf(checkpoint: Path, out: Path, quant: str = "f16") -> Path:
     try:
         import gguf
@@ -132,6 +146,7 @@ def export_gguf(checkpoint: Path, out: Path, quant: str = "f16") -> Path:
     w.add_pad_token_id(tokenizer.token_to_id(PAD))
     w.add_add_bos_token(True)
     w.add_chat_template(JINJA_TEMPLATE)
+    add_sampling(w, meta)
     for name, arr in gguf_tensors(model, arch).items():
         qtype = qtype_for(name, arr, quant, c.tie_embeddings)
         if qtype == gguf.GGMLQuantizationType.F32:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from ..model.checkpoint import load_model, model_tensors
+from ..sampling import for_checkpoint
 from ..sft.template import JINJA_TEMPLATE
 from ..tokenizer.bpe import BOS, DOCUMENT_WRAP, EOS, PAD, SPECIAL_TOKENS, stop_ids
 from ..train.checkpoint import save_tensors
@@ -53,6 +54,14 @@ def bos_adding(tokenizer):
     return tok
 
 
+def generation_defaults(meta: dict) -> dict:
+    """The sampling `scratchlm generate` (base) or `chat` (fine-tuned) uses, as transformers names it: without it
+    transformers decodes greedily, and the exported model answers a prompt unlike the command."""
+    s = for_checkpoint(meta)
+    return {"do_sample": s.temperature > 0, "temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
+            "repetition_penalty": s.repetition_penalty, "max_new_tokens": s.max_new_tokens}
+
+
 def export_hf(checkpoint: Path, out: Path) -> Path:
     model, tokenizer, meta = load_model(checkpoint)
     arch = check_exportable(model.cfg, "hf")
@@ -63,7 +72,7 @@ def export_hf(checkpoint: Path, out: Path) -> Path:
     (out / "generation_config.json").write_text(json.dumps(
         {"bos_token_id": tokenizer.token_to_id(BOS),
          "eos_token_id": list(stop_ids(tokenizer)),
-         "pad_token_id": tokenizer.token_to_id(PAD)}, indent=2) + "\n")
+         "pad_token_id": tokenizer.token_to_id(PAD), **generation_defaults(meta)}, indent=2) + "\n")
     bos_adding(tokenizer).save(str(out / "tokenizer.json"))
     (out / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": BOS, "eos_token": EOS, "pad_token": PAD,

@@ -5,6 +5,7 @@ from typing import Collection, Iterator
 
 import torch
 
+from ..sampling import GENERATE
 from .kv_cache import KVCache
 
 _EMPTY = torch.empty(0, dtype=torch.long)
@@ -34,8 +35,9 @@ def sample_next(logits: torch.Tensor, history: torch.Tensor, temperature: float,
 
 
 @torch.no_grad()
-def generate(model, prompt_ids: list[int], max_new_tokens: int, *, temperature: float = 0.8, top_k: int = 50,
-             top_p: float = 1.0, repetition_penalty: float = 1.0, stop_ids: Collection[int] = (),
+def generate(model, prompt_ids: list[int], max_new_tokens: int, *, temperature: float = GENERATE.temperature,
+             top_k: int = GENERATE.top_k, top_p: float = GENERATE.top_p,
+             repetition_penalty: float = GENERATE.repetition_penalty, stop_ids: Collection[int] = (),
              use_cache: bool = True, seed: int | None = None) -> Iterator[int]:
     """Yield new token ids one by one, the last one a stop id if one was sampled (bpe.stop_ids). The context
     slides when it reaches the model's seq_len."""

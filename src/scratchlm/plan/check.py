@@ -76,7 +76,7 @@ def artifacts_verdict(art: dict[str, Artifact]) -> Verdict:
 
 
 def _sandbox_verdict(cfg: Config) -> Verdict:
-    """Where `eval --checkpoint` would run model-written code (HumanEval): the OS sandbox, or why not."""
+    """Where `eval suite` would run model-written code (HumanEval): the OS sandbox, or why not."""
     from ..eval.sandbox import choose_isolation
     from ..eval.suite import wants_humaneval
 
@@ -86,7 +86,7 @@ def _sandbox_verdict(cfg: Config) -> Verdict:
                        f"\"{cfg.eval.suite.humaneval}\", and \"auto\" runs it only for a code domain)", {})
     isolation, why = choose_isolation(cfg.eval.suite.unsafe_run_code_unsandboxed)
     if isolation is None:
-        return Verdict(name, "warning", f"HumanEval (`eval --checkpoint`) will refuse to run: {why}",
+        return Verdict(name, "warning", f"HumanEval (`eval suite`) will refuse to run: {why}",
                        {"isolation": None, "reason": why})
     if why:  # no sandbox, and the user asked for the unsafe path
         return Verdict(name, "warning", f"{isolation.summary}, because {why}", {"isolation": isolation.kind})

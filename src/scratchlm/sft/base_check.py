@@ -17,8 +17,8 @@ def check_base(checkpoint: Path, evaluation: Path | None, force: bool) -> dict |
     """The base's verdict (eval/base_quality.judge_base), or None when it has no evaluation and force is set."""
     if evaluation is None:
         if not force:
-            raise UserError(f"base checkpoint {checkpoint} has no evaluation: run `scratchlm eval -c CONFIG "
-                            f"--checkpoint {checkpoint}` first (or pass --force)")
+            raise UserError(f"base checkpoint {checkpoint} has no evaluation: run `scratchlm eval suite {checkpoint} "
+                            "-c CONFIG` first (or pass --force)")
         log(f"warning: fine-tuning base checkpoint {checkpoint} with no evaluation (--force)")
         return None
     verdict = judge_base(read_json(evaluation))
