@@ -14,7 +14,7 @@ PRESET = {
     "tokenizer": {"vocab_size": 4096, "sample_chars": 5_000_000},
     "model": {"preset": "tiny"},
     # Muon: 0.24 nats lower mean validation loss than AdamW after the same 600 steps, for ~9% more time per step
-    # (docs/benchmarks.md, "The quickstart's 10 minutes"). Halving the batch for twice the steps, or doubling
+    # (docs/benchmarks.md, "The quickstart"). Halving the batch for twice the steps, or doubling
     # Muon's LR, moved it by less than two AdamW seeds differ (0.06): not worth a second change.
     "train": {"max_steps": 600, "batch_size": 16, "optimizer": "muon", "learning_rate": 3e-3, "warmup_steps": 50,
               "checkpoint_every": 200, "eval_every": 200, "log_every": 10, "weight_decay": 0.1},

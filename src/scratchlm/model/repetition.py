@@ -5,7 +5,7 @@ sees anything. Two character-level measures that do not depend on the tokenizer 
   repeated character n-gram rate = share of character n-grams that already occurred earlier in the text;
   compression ratio = zlib-compressed bytes / raw bytes (a loop compresses far better than natural text).
 Lives with the model, below monitor and eval, so both can use it (today the eval suite does; the training
-monitor's `repetition` detector still counts word n-grams, see README "Watching a run").
+monitor's `repetition` detector still counts word n-grams, see docs/monitoring.md).
 Thresholds are calibrated in docs/benchmarks.md ("Repetition of generations").
 """
 from __future__ import annotations
