@@ -112,13 +112,13 @@ def test_poisoned_forward_halts_at_that_step_naming_the_batch(prepared, monkeypa
 def test_slow_loader_triggers_the_stall_warning_and_the_dashboard_shows_it(prepared, monkeypatch, tmp_path):
     cfg = _variant(prepared, "slow", max_steps=10, eval_every=10, checkpoint_every=10)
     cfg.monitor.stall_share = 0.05  # a healthy in-memory loader waits ~1% of the step on this machine
-    original = MixtureLoader.draw  # what the prefetch thread (or, without it, the trainer) calls
+    original = MixtureLoader.draw_rows  # what the prefetch thread (or, without it, the trainer) calls
 
-    def slow_draw(self, step, micro=0):
+    def slow_draw(self, step, micro=0, pin=False):
         time.sleep(0.3)  # the micro model's step takes milliseconds (a second on a loaded machine)
-        return original(self, step, micro)
+        return original(self, step, micro, pin)
 
-    monkeypatch.setattr(MixtureLoader, "draw", slow_draw)
+    monkeypatch.setattr(MixtureLoader, "draw_rows", slow_draw)
     art = plan_artifacts(cfg)
     summary = stages.stage_train(cfg, art)
     assert summary["monitor"]["loader_stall"]["verdict"] == "warning"

@@ -11,6 +11,7 @@ from ..ids import read_json
 from ..model.device import autocast
 from ..monitor.logits import LogitStats
 from ..tokenizer.shards import TokenShard
+from .chunked_head import evaluate_batch
 
 
 def val_windows(tokens: np.ndarray, seq_len: int, max_windows: int) -> np.ndarray:
@@ -38,19 +39,12 @@ def evaluate_domains(model, shards_dir: Path, batch_size: int, max_batches: int,
         logit_stats = LogitStats()
         for i in range(0, len(windows), batch_size):
             chunk = torch.from_numpy(windows[i:i + batch_size]).to(device)
-            x, y = chunk[:, :-1], chunk[:, 1:]
-            with autocast(device, precision):
-                logits, _ = model(x)
-            logits = logits.float()
-            logit_stats.update(logits)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1),
-                                                     reduction="sum")
-            top = logits.topk(10, dim=-1).indices
-            hit = top == y.unsqueeze(-1)
-            total_loss += float(loss)
-            top1 += float(hit[..., 0].sum())
-            top10 += float(hit.any(-1).sum())
-            count += y.numel()
+            with autocast(device, precision):  # the logits are never made whole (eval/chunked_head.py)
+                totals = evaluate_batch(model, chunk[:, :-1], chunk[:, 1:], logit_stats)
+            total_loss += totals.loss
+            top1 += totals.top1
+            top10 += totals.top10
+            count += totals.tokens
         mean = total_loss / count
         # Bits per byte normalizes away the tokenizer: comparable across vocabularies and runs.
         bytes_per_token = info["bytes"] / max(1, info["tokens"])

@@ -149,9 +149,10 @@ class GPT(nn.Module):
         return n
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, kv_cache=None,
-                loss_mask: torch.Tensor | None = None):
+                loss_mask: torch.Tensor | None = None, head=None):
         """Without targets: (logits, None). With targets: (None, the mean cross-entropy over the tokens, or over
-        those loss_mask keeps)."""
+        those loss_mask keeps). With head: (None, head(h [B*T, d], the head weight, the softcap)), an evaluation's
+        own use of the head (eval/chunked_head.py), made here where FSDP has gathered the weights."""
         B, T = idx.shape
         start = kv_cache.pos if kv_cache is not None else 0
         if start + T > self.cfg.seq_len:
@@ -166,6 +167,8 @@ class GPT(nn.Module):
         if kv_cache is not None:
             kv_cache.advance(T)
         h = self.norm_f(x)
+        if head is not None:
+            return None, head(h.reshape(B * T, -1), self.lm_head.weight, self.cfg.logit_softcap)
         if targets is not None:  # training: the logits are never made whole (model/head_loss.py)
             n = targets.numel()
             weights = (loss_mask.reshape(-1).float() / loss_mask.sum().clamp(min=1) if loss_mask is not None

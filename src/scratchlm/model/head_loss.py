@@ -72,6 +72,7 @@ class _HeadLoss(torch.autograd.Function):
                 sum_exp = exp.sum(dim=-1, keepdim=True)
                 total += ((top + sum_exp.log() - picked).squeeze(1) * wc).sum()
                 if not (want_h or want_w):
+                    del logits, exp, tanh
                     continue
                 # d loss / d logits = weight * (softmax - onehot)
                 g = exp.mul_(wc[:, None] / sum_exp)
@@ -88,6 +89,9 @@ class _HeadLoss(torch.autograd.Function):
                     grad_w.addmm_(g.t(), hc)
                 elif want_w:  # a half-precision matmul, as autocast's head would run; summed in fp32
                     grad_w += _unscaled(g.t() @ hc, scale)
+                # The next chunk's logits are made before the loop variables let go of these: without this, two
+                # chunks' buffers are alive at once and the step's peak is one chunk above the plan's estimate.
+                del logits, exp, g, tanh
         ctx.save_for_backward(grad_h, grad_w)
         ctx.h_dtype, ctx.weight_dtype = h.dtype, weight.dtype
         return total

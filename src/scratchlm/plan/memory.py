@@ -7,7 +7,9 @@ of its input, while the norms and QK-norm compute and save in fp32; the formulas
 
 The peak of a step is reached either at the end of the forward pass (every activation saved, the head weight's
 gradient and one chunk of logits: model/head_loss.py computes the loss's gradients there, a chunk of tokens at a
-time) or at the optimizer step (every gradient, plus the optimizer's temporaries), whichever is larger.
+time), at the optimizer step (every gradient, the optimizer's temporaries and, at log steps, the monitor's copy of
+the weights where it shares the device's memory), or in an evaluation batch between steps (its forward pass without
+autograd and one chunk of logits with its statistics: eval/chunked_head.py), whichever is largest.
 """
 from __future__ import annotations
 
@@ -58,6 +60,43 @@ def head_activation_bytes(s: Shapes) -> int:
     return norm + FP32 * s.d_model + INDEX
 
 
+def eval_activation_bytes(m: ModelConfig, s: Shapes, precision: str) -> int:
+    """Bytes per token alive at once inside a block of a forward pass without autograd (an evaluation): the
+    residual stream before and after the block, and the larger of the attention's and the MLP's temporaries."""
+    a = 2 if precision in HALF_PRECISIONS else FP32
+    residual = 2 * FP32 * s.d_model
+    normed = FP32 * s.d_model  # the sublayer's input, alive through it
+    # q, k and v; then, while k is rotated, the rotated q and RoPE's temporaries of k: its rotated halves, x * cos,
+    # rotated * sin and their sum, in fp32 (the cos/sin tables are)
+    attention = normed + a * (2 * s.d_q + 2 * s.d_kv) + (a + 3 * FP32) * s.d_kv
+    # swiglu: silu(gate), up and their product at once; relu2: the pre-activation, its relu and their square
+    mlp = normed + (2 if m.mlp == "gelu" else 3) * a * s.hidden
+    return residual + max(attention, mlp)
+
+
+def eval_batch_bytes(m: ModelConfig, vocab: int, micro_batch: int, precision: str) -> int:
+    """What one evaluation batch adds to the training state kept between steps (weights, optimizer state; the
+    gradients are freed): the trainer evaluates at the micro-batch, eval mode, no autograd. The larger of a block's
+    temporaries and, at the head, the residual stream and the final norm's output with one chunk of fp32 logits and
+    the one temporary of its statistics (three while a softcap is applied); under autocast, the cached
+    half-precision casts of the weights (the blocks' matrices and the head's) for the whole pass."""
+    s = Shapes.of(m, vocab)
+    tokens = micro_batch * s.seq_len
+    chunk = min(CHUNK_TOKENS, tokens)
+    logits = FP32 * s.vocab * chunk * (3 if m.logit_softcap > 0 else 2)
+    head = 2 * FP32 * s.d_model * tokens + logits
+    copies = 2 * (count_params(m, vocab).matrices + s.vocab * s.d_model) if precision in HALF_PRECISIONS else 0
+    ids = 2 * INDEX * tokens  # the windows and the targets flattened for the head
+    return copies + ids + max(eval_activation_bytes(m, s, precision) * tokens, head)
+
+
+def update_snapshot_bytes(n_params: int, device_type: str) -> int:
+    """The monitor's copy of the weights for the update ratio, alive at log steps from before the optimizer step to
+    the log row (monitor/norms.py). It is kept in host memory: on a CPU (or the unified memory of Apple silicon)
+    that is the device's own; on CUDA it takes none of the device's."""
+    return 0 if device_type == "cuda" else FP32 * n_params
+
+
 @dataclass
 class MemoryEstimate:
     weights: int
@@ -70,8 +109,10 @@ class MemoryEstimate:
     logits_chunk: int  # one chunk of tokens' fp32 logits (and half-precision casts) while the loss is made
     head_weight_grad: int  # fp32 gradient of the head weight, made in the forward pass, held into backward
     optimizer_temp: int  # per-tensor temporaries of a non-fused optimizer step
+    update_snapshot: int  # the monitor's copy of the weights at log steps, where it takes the device's memory
+    eval_batch: int  # what one evaluation batch adds to the weights and optimizer state
     peak: int  # estimated peak of the step (what the probe measures)
-    peak_phase: str  # "backward" or "optimizer step"
+    peak_phase: str  # "backward", "optimizer step" or "evaluation"
     overhead: int  # framework: CUDA context / allocator reserve, or the process's RSS before the model
     overhead_note: str
     micro_batch: int
@@ -88,7 +129,8 @@ class MemoryEstimate:
 
 def estimate_memory(m: ModelConfig, vocab: int, micro_batch: int, grad_accum: int, precision: str,
                     optimizer: str, device_type: str, activation_checkpointing: bool = False,
-                    overhead: int = 0, overhead_note: str = "") -> MemoryEstimate:
+                    overhead: int = 0, overhead_note: str = "", update_ratio: bool = True) -> MemoryEstimate:
+    """update_ratio: the monitor's [monitor] update_ratio (on by default), which copies the weights at log steps."""
     s = Shapes.of(m, vocab)
     p = count_params(m, vocab)
     tokens = micro_batch * s.seq_len
@@ -116,13 +158,15 @@ def estimate_memory(m: ModelConfig, vocab: int, micro_batch: int, grad_accum: in
     opt_temp = 0 if fused else 2 * FP32 * p.largest
     # With accumulation, gradients from the earlier micro-batches are alive during each later backward.
     backward = copies + activations + logits_chunk + head_weight_grad + (gradients if grad_accum > 1 else 0)
-    step = gradients + opt_temp
-    peak = weights + opt + max(backward, step)
+    snapshot = update_snapshot_bytes(p.total, device_type) if update_ratio else 0
+    evaluation = eval_batch_bytes(m, vocab, micro_batch, precision)
+    phases = {"backward": backward, "optimizer step": gradients + opt_temp + snapshot, "evaluation": evaluation}
+    phase = max(phases, key=phases.get)  # the first of equals: backward
     return MemoryEstimate(weights=weights, gradients=gradients, optimizer=opt, weight_copies=copies,
                           activations=activations, activations_no_ckpt=no_ckpt, activations_ckpt=ckpt,
                           logits_chunk=logits_chunk, head_weight_grad=head_weight_grad, optimizer_temp=opt_temp,
-                          peak=peak,
-                          peak_phase="backward" if backward >= step else "optimizer step", overhead=overhead,
+                          update_snapshot=snapshot, eval_batch=evaluation, peak=weights + opt + phases[phase],
+                          peak_phase=phase, overhead=overhead,
                           overhead_note=overhead_note, micro_batch=micro_batch, grad_accum=grad_accum,
                           activation_checkpointing=activation_checkpointing)
 
@@ -147,11 +191,12 @@ def largest_fitting_divisor(n: int, fits: Callable[[int], bool]) -> int | None:
 
 def recommend_batch(m: ModelConfig, vocab: int, global_batch: int, precision: str, optimizer: str,
                     device_type: str, memory: int, overhead: int, activation_checkpointing: bool,
-                    headroom: float = 0.9) -> dict:
+                    headroom: float = 0.9, update_ratio: bool = True) -> dict:
     """The largest micro-batch dividing the global batch whose step fits in `headroom` x memory; if none
     fits, the same search with activation checkpointing on. Larger micro-batches keep the device busier."""
     def estimate(b: int, ckpt: bool) -> MemoryEstimate:
-        return estimate_memory(m, vocab, b, global_batch // b, precision, optimizer, device_type, ckpt, overhead)
+        return estimate_memory(m, vocab, b, global_batch // b, precision, optimizer, device_type, ckpt, overhead,
+                               update_ratio=update_ratio)
 
     for ckpt in dict.fromkeys((activation_checkpointing, True)):
         b = largest_fitting_divisor(global_batch, lambda micro: estimate(micro, ckpt).total <= headroom * memory)

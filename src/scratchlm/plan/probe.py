@@ -4,6 +4,8 @@ It builds the step from public pieces (the GPT, the trainer's optimizer builder,
 the training loop, so it can time the forward/backward of one micro-batch and the optimizer step separately:
 a step with gradient accumulation k then costs k x micro + step, measured without running k micro-batches.
 Two micro-batches per step are run when k > 1, because gradients kept alive across micro-batches change the peak.
+The peak-memory window also holds what a run does at its log and evaluation steps: the monitor's copy of the
+weights for the update ratio, and one evaluation batch through the trainer's own evaluation code.
 With train.compile true or auto the same step is then timed compiled, for train/compile_choice.py.
 """
 from __future__ import annotations
@@ -18,10 +20,13 @@ import numpy as np
 import torch
 
 from ..config import Config, ModelConfig
+from ..eval.chunked_head import evaluate_batch
 from ..model import GPT
 from ..model.checkpoint import load_model_weights, verify_checkpoint
 from ..model.device import autocast, sync
 from ..model.generate import generate
+from ..monitor.logits import LogitStats
+from ..monitor.norms import UpdateRatio, grouped_parameters
 from ..tokenizer.shards import TokenShard
 from ..train.checkpoint import load_training_state, save_checkpoint
 from .machine_load import OtherLoad
@@ -111,8 +116,11 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
         scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
         build_seconds = time.perf_counter() - t_build
         model.train()
+        # every memory step a log step, as the monitor sees it: its update-ratio copy of the weights included
+        groups = grouped_parameters(model) if cfg.monitor.update_ratio else None
         first_losses = [_step(model, optimizer, scaler, batches, device, precision, grad_accum, micro_per_step,
-                              t.grad_clip).losses[0] for _ in range(MEMORY_STEPS)]
+                              t.grad_clip, groups).losses[0] for _ in range(MEMORY_STEPS)]
+        _eval_batch(model, batches, device, precision)
     # Timed outside the window: inside it every allocation above 128 KiB is a fresh mapping (plan/peakmem.py),
     # which made the CPU step 1.6-1.9x slower than the same step in training and the time plan that much too long.
     with OtherLoad() as load:
@@ -136,7 +144,7 @@ def run_probe(cfg: Config, vocab: int, device: torch.device, precision: str, mic
     if t.compile is not False:
         result["compile"] = _measure_compile(model, optimizer, scaler, batches, device, precision, grad_accum,
                                              micro_per_step, t.grad_clip, seconds, min_steps, run)
-    result.update(_time_eval_and_samples(model, run.last_x, device, precision))
+    result.update(_time_eval_and_samples(model, batches, device, precision))
     result.update(_time_checkpoint(model, optimizer, scaler, m, vocab, device))
     del model, optimizer, run
     release_freed_memory()
@@ -192,15 +200,37 @@ def _micro(model, batches: Batches, device: torch.device, precision: str, scaler
     return time.perf_counter() - t0, float(loss.detach()), x
 
 
-def _optimizer_step(model, optimizer, scaler, device: torch.device, grad_clip: float) -> float:
+def _optimizer_step(model, optimizer, scaler, device: torch.device, grad_clip: float,
+                    groups: dict | None = None) -> float:
+    """groups: a log step's, the monitor's copy of the weights for the update ratio taken and measured around the
+    update, where the trainer takes it (train/loop.py: before_update, on_log)."""
     t0 = time.perf_counter()
     scaler.unscale_(optimizer)
+    update = UpdateRatio() if groups else None
+    if update is not None:
+        update.snapshot(groups)
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip > 0 else float("inf"))
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
+    if update is not None:
+        update.measure(groups)
     sync(device)
     return time.perf_counter() - t0
+
+
+@torch.no_grad()
+def _eval_batch(model, batches: Batches, device: torch.device, precision: str) -> float:
+    """One evaluation batch at the micro-batch, as the trainer's evaluation runs it (eval/loss.py): seconds."""
+    x, y = (b.to(device) for b in batches.next())
+    model.eval()
+    t0 = time.perf_counter()
+    with autocast(device, precision):
+        evaluate_batch(model, x, y, LogitStats())
+    sync(device)
+    seconds = time.perf_counter() - t0
+    model.train()
+    return seconds
 
 
 class _Step(NamedTuple):
@@ -211,14 +241,14 @@ class _Step(NamedTuple):
 
 
 def _step(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str, grad_accum: int,
-          micro_per_step: int, grad_clip: float) -> _Step:
-    """One optimizer step of micro_per_step micro-batches."""
+          micro_per_step: int, grad_clip: float, groups: dict | None = None) -> _Step:
+    """One optimizer step of micro_per_step micro-batches (a log step's with `groups`: _optimizer_step)."""
     micro_times, losses = [], []
     for _ in range(micro_per_step):
         seconds_micro, loss, x = _micro(model, batches, device, precision, scaler, grad_accum)
         micro_times.append(seconds_micro)
         losses.append(loss)
-    return _Step(micro_times, _optimizer_step(model, optimizer, scaler, device, grad_clip), losses, x)
+    return _Step(micro_times, _optimizer_step(model, optimizer, scaler, device, grad_clip, groups), losses, x)
 
 
 def _timed_steps(model, optimizer, scaler, batches: Batches, device: torch.device, precision: str, grad_accum: int,
@@ -276,15 +306,9 @@ def _measure_compile(model, optimizer, scaler, batches: Batches, device: torch.d
 
 
 @torch.no_grad()
-def _time_eval_and_samples(model, x: torch.Tensor, device: torch.device, precision: str) -> dict:
+def _time_eval_and_samples(model, batches: Batches, device: torch.device, precision: str) -> dict:
+    times = [_eval_batch(model, batches, device, precision) for _ in range(3)]
     model.eval()
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        with autocast(device, precision):
-            model(x)
-        sync(device)
-        times.append(time.perf_counter() - t0)
     decode = []
     for _ in range(3):  # the fastest, as for the step: a busy spell should not lengthen the forecast
         t0 = time.perf_counter()

@@ -22,13 +22,16 @@ from ..ids import content_id, read_json, write_json
 from ..pipeline import saved_plan
 
 COMPILE_CACHE = "compile_seconds.json"
+# What the probe measures, versioned: a probe taken before a change of what its memory window holds (2: one
+# evaluation batch and the monitor's weight copy) is measured again instead of reused.
+PROBE_VERSION = 2
 
 
 def probe_key(device: torch.device, device_name: str, precision: str, shape: dict, compile_setting) -> dict:
     """What a step timing depends on besides the config's training (the plan file is per train ID)."""
     return {"host": platform.node(), "device": str(device), "device_name": device_name, "precision": precision,
             "threads": torch.get_num_threads(), "torch": torch.__version__, "shape": shape,
-            "compile": compile_setting}
+            "compile": compile_setting, "probe_version": PROBE_VERSION}
 
 
 def saved_probe(workdir: Path, train_id: str, key: dict) -> dict | None:
