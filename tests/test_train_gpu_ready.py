@@ -1,14 +1,8 @@
 """What makes the trainer fast on a GPU, checked on CPU: no host-device synchronisation per micro-batch or per step
 (the loss and the gradient norm stay device tensors, read back and checked for finiteness only where a log row, a
-checkpoint or an evaluation follows), page-locked batches for CUDA, and bench/gpu_check.py's code path."""
-import importlib.util
-import json
-import os
-import subprocess
-import sys
+checkpoint or an evaluation follows) and page-locked batches for CUDA (bench/gpu_check.py: test_gpu_check.py)."""
 import threading
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 import torch
@@ -106,50 +100,6 @@ def test_the_prefetch_thread_reads_each_batch_into_one_pinned_buffer_when_asked(
     batches.close()
     thread = "scratchlm-prefetch" if depth else "MainThread"
     assert allocations == [(thread, pinned)] * 4  # 2 steps x 2 micro-batches, one buffer each
-
-
-GPU_CHECK = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
-
-
-def test_gpu_check_runs_its_whole_code_path_on_cpu(tmp_path):
-    """--dry-run-cpu: every preset x mode through the same functions as on a GPU, so the script cannot rot unseen."""
-    r = subprocess.run([sys.executable, str(GPU_CHECK), "--dry-run-cpu", "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert r.returncode == 0, r.stderr[-3000:]
-    result = json.loads((tmp_path / "gpu_check.json").read_text())
-    variants = {(v["preset"], v["mode"]): v for v in result["variants"]}
-    assert set(variants) == {(p, m) for p in ("125m", "350m") for m in ("eager", "compiled", "checkpointing")}
-    for v in variants.values():
-        assert v["status"] == "ok", v
-        assert v["tokens_per_s"] > 0 and v["mfu_measured_matmul"] > 0 and v["peak_memory_bytes"] >= 0
-        assert v["estimate_peak_bytes"] > 0 and v["activation_checkpointing"] == (v["mode"] == "checkpointing")
-
-
-def test_gpu_check_records_a_failing_variant_and_goes_on(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("gpu_check", GPU_CHECK)
-    gpu_check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_check)
-
-    def no_compiler(*args, **kwargs):
-        raise RuntimeError("no compiler here\nsecond line")
-
-    monkeypatch.setattr(torch, "compile", no_compiler)
-    result = gpu_check.main(["--dry-run-cpu", "--presets", "125m", "--out", str(tmp_path)])
-    status = {v["mode"]: v["status"] for v in result["variants"]}
-    assert status == {"eager": "ok", "compiled": "error", "checkpointing": "ok"}
-    failed = next(v for v in result["variants"] if v["status"] == "error")
-    assert failed["error"] == "RuntimeError: no compiler here" and "no_compiler" in failed["traceback"]
-    assert json.loads((tmp_path / "gpu_check.json").read_text()) == json.loads(json.dumps(result))
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is for machines without CUDA")
-def test_gpu_check_refuses_without_cuda_in_one_line_and_has_help():
-    r = subprocess.run([sys.executable, str(GPU_CHECK)], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
-        "gpu_check: no CUDA device visible; this script measures a GPU (--dry-run-cpu runs its code path on CPU "
-        "with a tiny shape)"]
-    assert "--dry-run-cpu" in subprocess.run([sys.executable, str(GPU_CHECK), "--help"], capture_output=True,
-                                             text=True, timeout=120).stdout
 
 
 def test_adamw_is_fused_where_measured_faster_and_left_to_torch_elsewhere():

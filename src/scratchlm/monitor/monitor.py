@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import gpu_peaks
 from ..errors import UserError
 from ..ids import write_json
 from ..progress import log
@@ -68,7 +69,8 @@ class Monitor:
         self.log_every, self.max_steps = cfg.train.log_every, cfg.train.max_steps
         self.groups = grouped_parameters(model) if group_norms else {}
         self.flops_per_token = flops_per_token(model)
-        self.peak = peak_flops(device, precision, self.m.peak_flops)
+        self.peak = peak_flops(device, precision, self.m.peak_flops)  # measured matmul peak, or monitor.peak_flops
+        self.datasheet_peak = gpu_peaks.datasheet_peak(device, precision)  # None on a CPU or an unknown GPU
         self.update = UpdateRatio()
         self.verdicts = Verdicts(cfg, out / ALERTS)
         self.stats = self.verdicts.stats
@@ -98,6 +100,8 @@ class Monitor:
         if self.m.update_ratio:
             row["update_ratio"] = self.update.measure(self.groups)
         row["mfu"] = row["tokens_per_s"] * self.flops_per_token / self.peak
+        if self.datasheet_peak:
+            row["mfu_datasheet"] = row["tokens_per_s"] * self.flops_per_token / self.datasheet_peak
         row["data_wait_share"] = min(1.0, data_wait / max(elapsed, 1e-9))
         row["memory_kind"], row["memory_bytes"] = memory_bytes(self.device)
         self.stats[NONFINITE]["checks"] = step  # checked at every step, by the trainer's halt
@@ -125,7 +129,8 @@ class Monitor:
         return d
 
     def close(self) -> dict:
-        summary = {"detectors": self.stats, "flops_per_token": self.flops_per_token, "peak_flops": self.peak}
+        summary = {"detectors": self.stats, "flops_per_token": self.flops_per_token, "peak_flops": self.peak,
+                   "datasheet_peak_flops": self.datasheet_peak}
         write_json(self.out / SUMMARY, summary)
         if not self.verdicts.alerts_file.closed:
             self.verdicts.close()

@@ -2,8 +2,10 @@
 
 FLOPs per token follow the PaLM appendix: 6N for the matrix multiplies of forward and backward (N excludes an
 untied input embedding, which is a lookup), plus 12 * n_layer * n_head * head_dim * seq_len for attention
-scores and values. The peak is measured, not taken from a datasheet: a large matmul in the training precision,
-timed once per device and cached, so MFU says what share of *this* machine's matmul speed the run reaches.
+scores and values. Two peaks, both logged: the log row's `mfu` is against a measured peak, a large matmul in the
+training precision, timed once per device and cached (peak_flops), so it says what share of *this* machine's
+matmul speed the run reaches; `mfu_datasheet` is against the GPU's dense datasheet peak
+(scratchlm.gpu_peaks.datasheet_peak, the figure papers quote MFU against), where the GPU is known: not on a CPU.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from ..errors import UserError
 from ..ids import read_json, write_json
 from ..model import GPT
 from ..model.device import pick_device, pick_precision
+from ..monitor.throughput import peak_flops
 from ..pipeline import Artifact
 from ..presets import describe_preset
 from ..progress import log
@@ -20,7 +21,7 @@ from .arithmetic import (DEFAULT_TOKENS_PER_PARAM, check_model_size, count_param
 from .budget import plan_path, resolve_budget
 from .corpus import corpus_tokens, document_lengths
 from .extrapolate import extrapolate
-from .hardware import GiB, measure_matmul_peak, resolve_target
+from .hardware import GiB, resolve_target
 from .memory import divisors, estimate_memory, recommend_batch
 from .peakmem import rss_bytes
 from .saved_probe import probe_key, saved_probe, settle_compile_seconds, stamp
@@ -85,15 +86,14 @@ def _measure(cfg: Config, art: dict[str, Artifact], vocab: int, device: torch.de
     from .probe import run_probe
 
     log("plan: measuring the matmul peak and probing the training step")
-    peak = measure_matmul_peak(device, precision, seconds=min(1.0, max(0.2, probe_seconds / 3)))
+    peak = peak_flops(device, precision, cfg.monitor.peak_flops)  # the trainer's own: cached per machine
     micro, accum, probe_ckpt = _probe_shape(cfg, batch, configured, rec, arith, peak, target.memory)
     shards_dir = art["shards"].dir if art["shards"].done else None
     probe = stamp(run_probe(cfg, vocab, device, precision, micro, accum, probe_ckpt, shards_dir, probe_seconds))
     achieved = arith["flops_per_token"] * probe["tokens_per_s"]
+    datasheet = target.datasheet_peak.get(precision)  # gpu_peaks.datasheet_peak's, by exact SKU; None if unknown
     probe.update({"matmul_peak_flops": peak, "achieved_flops": achieved, "mfu_measured_peak": achieved / peak,
-                  "datasheet_peak_flops": target.datasheet_peak.get(precision),
-                  "mfu_datasheet": achieved / target.datasheet_peak[precision]
-                  if precision in target.datasheet_peak else None})
+                  "datasheet_peak_flops": datasheet, "mfu_datasheet": achieved / datasheet if datasheet else None})
     if "compile" in probe:
         model_key = {**key, "model": vars(cfg.model), "probed": [micro, accum, probe_ckpt]}
         probe["compile"] = settle_compile_seconds(cfg.workdir, model_key, probe["compile"])
@@ -129,14 +129,14 @@ def make_plan(cfg: Config, art: dict[str, Artifact], gpu: str | None = None, bud
 
     def estimate(model_cfg: ModelConfig, micro: int, accum: int, checkpointing: bool):
         return estimate_memory(model_cfg, vocab, micro, accum, precision, t.optimizer, target.device_type,
-                               checkpointing, overhead, overhead_note)
+                               checkpointing, overhead, overhead_note, update_ratio=cfg.monitor.update_ratio)
 
     configured = estimate(m, batch.micro_batch, batch.grad_accum, ckpt)
     memory = {"configured": configured.as_dict(),
               "activations_without_checkpointing": configured.activations_no_ckpt,
               "activations_with_checkpointing": configured.activations_ckpt}
     rec = recommend_batch(m, vocab, rank_batch, precision, t.optimizer, target.device_type, target.memory,
-                          overhead, ckpt, MEMORY_HEADROOM)
+                          overhead, ckpt, MEMORY_HEADROOM, update_ratio=cfg.monitor.update_ratio)
     memory["recommendation"] = rec
     verdicts = [memory_verdict(configured.total, target.memory, rec,
                                {"activation_checkpointing": ckpt})]
@@ -234,7 +234,7 @@ def _suggest(cfg: Config, batch: EffectiveBatch, vocab: int, precision: str, tar
             if seconds * scale > budget_hours * 3600:
                 return None
         rec = recommend_batch(cand, vocab, rank_batch, precision, t.optimizer, target.device_type,
-                              target.memory, overhead, ckpt, MEMORY_HEADROOM)
+                              target.memory, overhead, ckpt, MEMORY_HEADROOM, update_ratio=cfg.monitor.update_ratio)
         if not rec["fits"]:
             return None
         extra = {}

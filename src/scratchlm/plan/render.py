@@ -64,8 +64,8 @@ def plan_rows(plan: dict) -> list[tuple[str, str]]:
                                        + (" with activation checkpointing" if r["activation_checkpointing"] else "")
                                        + f" ({_b(r['total'])})") if r["fits"] else "nothing fits"))
     if p:
-        mfu_ds = f", {p['mfu_datasheet']:.1%} of datasheet {_f(p['datasheet_peak_flops'])}FLOP/s" \
-            if p.get("mfu_datasheet") is not None else ", no datasheet peak for this device"
+        mfu_ds = f", {p['mfu_datasheet']:.1%} of the datasheet's dense {_f(p['datasheet_peak_flops'])}FLOP/s" \
+            if p.get("mfu_datasheet") is not None else ", no datasheet peak known for this device"
         rows += [
             ("probe", f"{p['steps_timed']} steps on {p['batches']}, micro-batch {p['micro_batch']} x "
                       f"{p['grad_accum']}: {p['step_seconds']:.3f} s/step ({p['micro_seconds']:.3f} s per "

@@ -51,6 +51,17 @@ def _table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def _mfu_text(row: dict) -> str:
+    """The last log row's MFU: against the GPU's dense datasheet peak where the GPU is known
+    (scratchlm.gpu_peaks), and against the matmul peak measured on this machine beside it."""
+    if "mfu" not in row:  # trained before the monitor logged it
+        return ""
+    measured = f"{row['mfu']:.1%} of the measured matmul peak"
+    if row.get("mfu_datasheet") is None:
+        return f", MFU {measured}"
+    return f", MFU {row['mfu_datasheet']:.1%} of the GPU's dense datasheet peak ({measured})"
+
+
 def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out: Path, demo: bool = False) -> dict:
     data = read_json(dirs["data"] / "stats.json")
     shards = read_json(dirs["shards"] / "shards.json")
@@ -83,7 +94,7 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
               + (f" ({train_summary['precision_reason']})." if train_summary.get("precision_reason") else "."))
     last = [r for r in rows if "tokens_per_s" in r]
     if last:
-        md.append(f"Throughput at the end: {last[-1]['tokens_per_s']:,.0f} tokens/s.")
+        md.append(f"Throughput at the end: {last[-1]['tokens_per_s']:,.0f} tokens/s{_mfu_text(last[-1])}.")
     md.append("Epochs per source: " + ", ".join(f"{k} {v:.2f}" for k, v in train_summary["epochs_per_source"].items()))
     if plot:
         md += ["", f"![loss curves]({plot.name})"]
