@@ -110,8 +110,10 @@ class BaselineGPT(nn.Module):
         n = sum(p.numel() for p in self.parameters())
         return n - self.transformer.wpe.weight.numel() if non_embedding else n
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, head=None
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """head: scratchlm's evaluation hook (eval/chunked_head.py, as GPT.forward has it), so that both contenders
+        of bench/vs_simple_trainer.py are scored by the same code."""
         B, T = idx.shape
         if T > self.cfg.seq_len:
             raise ValueError(f"sequence of length {T} is longer than seq_len {self.cfg.seq_len}")
@@ -119,7 +121,10 @@ class BaselineGPT(nn.Module):
         x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
         for block in self.transformer.h:
             x = block(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
+        h = self.transformer.ln_f(x)
+        if head is not None:
+            return None, head(h.reshape(B * T, -1), self.lm_head.weight, 0.0)
+        logits = self.lm_head(h)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)

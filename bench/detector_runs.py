@@ -37,18 +37,22 @@ DETECTORS = tuple(d.name for d in STREAMING)
 @contextmanager
 def junk_batches(at_steps: set[int], vocab_size: int, seed: int = 0):
     """The batches trained at `at_steps` (1-based, as logged) are uniformly random tokens: a shard of garbage."""
-    original = MixtureLoader.draw
+    original = MixtureLoader.draw_rows
 
-    def draw(self, step, micro=0):
-        x, y, which = original(self, step, micro)
-        if step + 1 in at_steps:  # draw() takes the 0-based step about to run; the log names it step + 1
+    def draw_rows(self, step, micro=0, pin=False):
+        rows, which = original(self, step, micro, pin)
+        if step + 1 in at_steps:  # draw_rows() takes the 0-based step about to run; the log names it step + 1
             g = torch.Generator().manual_seed(seed + step)
-            t = torch.randint(0, vocab_size, (x.shape[0], x.shape[1] + 1), generator=g)
-            x, y = t[:, :-1], t[:, 1:]
-        return x, y, which
+            token_ids(self, rows)[:] = torch.randint(0, vocab_size, tuple(rows.shape), generator=g).numpy()
+        return rows, which
 
-    with mock.patch.object(MixtureLoader, "draw", draw):
+    with mock.patch.object(MixtureLoader, "draw_rows", draw_rows):
         yield
+
+
+def token_ids(loader: MixtureLoader, rows: torch.Tensor) -> np.ndarray:
+    """A writable view of a micro-batch's token ids, in the shards' own (unsigned) width."""
+    return rows.numpy().view(loader.token_dtype)
 
 
 @contextmanager
@@ -68,13 +72,13 @@ def lr_jump(start: int, steps: int, factor: float):
 @contextmanager
 def slow_loader(seconds: float):
     """Every batch takes `seconds` longer to read: a slow disk or network file system under a fast step."""
-    original = MixtureLoader.draw
+    original = MixtureLoader.draw_rows
 
-    def draw(self, step, micro=0):
+    def draw_rows(self, step, micro=0, pin=False):
         time.sleep(seconds)
-        return original(self, step, micro)
+        return original(self, step, micro, pin)
 
-    with mock.patch.object(MixtureLoader, "draw", draw):
+    with mock.patch.object(MixtureLoader, "draw_rows", draw_rows):
         yield
 
 
@@ -103,19 +107,18 @@ def boilerplate(line_ids: list[int], share: float):
     """The first `share` of every batch's rows is one boilerplate line repeated end to end: a source that is a
     scraped page footer or a log line thousands of times over (nothing dedups within a document), drawn in that
     share of the mix. `line_ids`: the line as the run's tokenizer encodes it (line_ids())."""
-    original = MixtureLoader.draw
+    original = MixtureLoader.draw_rows
 
-    def draw(self, step, micro=0):
-        x, y, which = original(self, step, micro)
-        rows = round(share * x.shape[0])
-        reps = -(-(x.shape[1] + 1) // len(line_ids)) + 1
-        stream = torch.tensor(line_ids * reps, dtype=x.dtype)
-        t = torch.stack([stream[o:o + x.shape[1] + 1] for o in (np.arange(rows) * 7) % len(line_ids)])
-        x, y = x.clone(), y.clone()
-        x[:rows], y[:rows] = t[:, :-1], t[:, 1:]
-        return x, y, which
+    def draw_rows(self, step, micro=0, pin=False):
+        rows, which = original(self, step, micro, pin)
+        n, width = round(share * rows.shape[0]), rows.shape[1]
+        stream = np.array(line_ids * (-(-width // len(line_ids)) + 1))
+        ids = token_ids(self, rows)
+        for r, o in enumerate((np.arange(n) * 7) % len(line_ids)):
+            ids[r] = stream[o:o + width]
+        return rows, which
 
-    with mock.patch.object(MixtureLoader, "draw", draw):
+    with mock.patch.object(MixtureLoader, "draw_rows", draw_rows):
         yield
 
 
