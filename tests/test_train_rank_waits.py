@@ -43,7 +43,7 @@ def test_alone_a_process_decides_at_every_step_for_free():
 
 WAIT_FOR_RANK_0 = """
 import datetime, sys, time, torch, torch.distributed as dist
-from scratchlm.train.distributed import barrier, init_world
+from scratchlm.train.distributed import barrier, close_world, init_world
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=2))  # a collective's timeout, made short
 world, _ = init_world(torch.device("cpu"))
 if world.rank == 0:
@@ -52,6 +52,7 @@ barrier(world)
 t = torch.ones(1)
 dist.all_reduce(t)  # the next step's gradient all-reduce
 print("rank", world.rank, "reduced", float(t))
+close_world(world)  # as the trainer ends: a process group left open can abort the interpreter's exit
 """
 
 
