@@ -87,22 +87,18 @@ def mean_over_ranks(value: float | torch.Tensor, world: World, device: torch.dev
     return float(t.item()) / world.size
 
 
-def any_rank(flag: bool, world: World, device: torch.device) -> bool:
-    """Ranks must agree on time-based decisions (checkpoint now?), since saving can be a collective."""
-    if not world.active:
-        return flag
-    t = torch.tensor([int(flag)], device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
-
-
 def any_rank_of(flags: tuple[bool, ...], world: World, device: torch.device) -> tuple[bool, ...]:
-    """`any_rank` of several flags in one all-reduce: one wait for the host instead of one per flag."""
+    """Each flag true if it is on any rank. Ranks must agree on time-based decisions (checkpoint now? stop?),
+    since saving can be a collective; several flags go in one all-reduce, one wait for the host."""
     if not world.active:
         return flags
     t = torch.tensor([int(f) for f in flags], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return tuple(bool(v) for v in t.tolist())
+
+
+def any_rank(flag: bool, world: World, device: torch.device) -> bool:
+    return any_rank_of((flag,), world, device)[0]
 
 
 def same_on_all_ranks(value, world: World):
