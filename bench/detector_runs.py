@@ -11,6 +11,11 @@ and every run's verdicts come from the monitor inside `scratchlm train` (stage_t
 tests/test_monitor_detector_runs.py runs the same pairs at micro scale; this prints the table for
 docs/benchmarks.md at a larger one. Usage:
     python bench/detector_runs.py [--workdir /tmp/detector_runs] [--steps 1500] [--d-model 64]
+
+--spikes prints what train.on_spike does instead: a run with junk batches at a few steps trained under each of
+warn, skip, rollback and stop (resumed after each stop), beside a healthy run under warn and skip, with the final
+validation loss of each (tests/test_spike_runs.py runs the same at micro scale):
+    python bench/detector_runs.py --spikes [--spike-steps 400]
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ import torch
 from scratchlm import stages
 from scratchlm.monitor.detectors import DETECTORS as STREAMING
 from scratchlm.train.loader import MixtureLoader
+from scratchlm.train.loop import TrainingHalted
 
 DETECTORS = tuple(d.name for d in STREAMING)
 
@@ -149,23 +155,40 @@ class Run:
     eval: dict = field(default_factory=dict)  # [eval] keys that differ from the base config
 
 
-def train_run(cfg_path: Path, run: Run) -> dict:
-    """Train one variant of the config from scratch; the monitor's verdicts and the logged rows."""
+def variant_config(cfg_path: Path, run: Run):
+    """The config with the run's [train], [monitor] and [eval] keys set."""
     cfg = stages.load_config(cfg_path)
-    for key, value in run.train.items():
-        setattr(cfg.train, key, value)
-    for key, value in run.monitor.items():
-        setattr(cfg.monitor, key, value)
-    for key, value in run.eval.items():
-        setattr(cfg.eval, key, value)
+    for section, keys in (("train", run.train), ("monitor", run.monitor), ("eval", run.eval)):
+        for key, value in keys.items():
+            setattr(getattr(cfg, section), key, value)
+    return cfg
+
+
+def train_run(cfg_path: Path, run: Run, resume: bool = False) -> dict:
+    """Train one variant of the config from scratch (resume: continue its run where it stopped); the monitor's
+    verdicts, the logged rows, the alerts, the run's summary and its directory."""
+    cfg = variant_config(cfg_path, run)
     art = stages.plan_artifacts(cfg)
-    shutil.rmtree(art["train"].dir, ignore_errors=True)  # an injected run shares its config ID with its control
+    if not resume:
+        shutil.rmtree(art["train"].dir, ignore_errors=True)  # an injected run shares its config ID with its control
     with run.inject():
-        summary = stages.stage_train(cfg, art)
+        summary = stages.stage_train(cfg, art, resume=resume)
     rows = [json.loads(line) for line in (art["train"].dir / "metrics.jsonl").read_text().splitlines()]
     alerts_file = art["train"].dir / "alerts.jsonl"
     alerts = [json.loads(line) for line in alerts_file.read_text().splitlines()] if alerts_file.exists() else []
-    return {"monitor": summary["monitor"], "rows": rows, "alerts": alerts, "cfg": cfg}
+    return {"monitor": summary["monitor"], "rows": rows, "alerts": alerts, "cfg": cfg, "summary": summary,
+            "dir": art["train"].dir}
+
+
+def train_through_stops(cfg_path: Path, run: Run) -> tuple[dict, list[str]]:
+    """train_run, resumed after each halt (train.on_spike = "stop") until the run completes; and each halt's
+    message."""
+    halts = []
+    while True:
+        try:
+            return train_run(cfg_path, run, resume=bool(halts)), halts
+        except TrainingHalted as e:
+            halts.append(str(e))
 
 
 def runs(steps: int, vocab_size: int, log_every: int, footer: list[int]) -> list[Run]:
@@ -190,6 +213,32 @@ def runs(steps: int, vocab_size: int, log_every: int, footer: list[int]) -> list
             lambda: boilerplate(footer, 1.0), eval={"max_new_tokens": 64}),
         Run("normal corpus, 64-token samples", "repetition", False, evaluated, eval={"max_new_tokens": 64}),
     ]
+
+
+SPIKE_MODES = ("warn", "skip", "rollback", "stop")
+
+
+def spike_runs(steps: int, vocab_size: int, junk_at: list[int], checkpoint_every: int) -> list[Run]:
+    """A healthy run under warn and skip, and the run with junk batches at `junk_at` under each train.on_spike."""
+    base = {"max_steps": steps, "checkpoint_every": checkpoint_every}
+    healthy = [Run(f"healthy, on_spike = {mode}", "on_spike", False, {**base, "on_spike": mode})
+               for mode in ("warn", "skip")]
+    junk = [Run(f"junk at steps {', '.join(map(str, junk_at))}, on_spike = {mode}", "on_spike", True,
+                {**base, "on_spike": mode}, lambda: junk_batches(set(junk_at), vocab_size)) for mode in SPIKE_MODES]
+    return healthy + junk
+
+
+def spike_table(results: list[tuple[Run, dict, list[str]]]) -> str:
+    lines = ["| run | updates skipped (steps) | rollbacks | stops, each resumed | grad_norm_spike alerts | "
+             "final validation loss | mean of the last 5 logged losses |", "|---|---|---|---|---|---|---|"]
+    for run, r, halts in results:
+        done = r["summary"]["on_spike"]
+        skipped = ", ".join(map(str, done["skipped_steps"])) or "none"
+        losses = [row["loss"] for row in r["rows"] if "loss" in row]
+        val = [row["val_loss"] for row in r["rows"] if "val_loss" in row][-1]
+        lines.append(f"| {run.name} | {len(done['skipped_steps'])} ({skipped}) | {done['rollbacks']} | {len(halts)} | "
+                     f"{r['monitor']['grad_norm_spike']['fired']} | {val:.4f} | {sum(losses[-5:]) / 5:.4f} |")
+    return "\n".join(lines)
 
 
 def table(results: list[tuple[Run, dict]]) -> str:
@@ -249,12 +298,17 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=0.005)
     ap.add_argument("--only", default="", help="comma-separated substrings of run names")
     ap.add_argument("--norms", type=Path, help="also write each run's logged weight norms here (JSON)")
+    ap.add_argument("--spikes", action="store_true", help="what train.on_spike does about junk batches, instead")
+    ap.add_argument("--spike-steps", type=int, default=400)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     from scratchlm.data.builtin import build_builtin_corpus
 
     corpus = build_builtin_corpus(args.workdir / "corpus", code_max_chars=1_000_000)
     path, vocab = prepare(args.workdir, corpus, args.d_model, args.log_every, args.lr)
+    if args.spikes:
+        print(spike_bench(path, vocab, args.spike_steps))
+        return
     chosen = [r for r in runs(args.steps, vocab, args.log_every, line_ids(path))
               if not args.only or any(s in r.name for s in args.only.split(","))]
     results = []
@@ -270,6 +324,21 @@ def main() -> None:
                                                      for row in r["rows"] if "loss" in row]
                                           for run, r in results}))
     print(table(results))
+
+
+def spike_bench(path: Path, vocab: int, steps: int) -> str:
+    """Junk batches at 3/8, 5/8 and 7/8 of the run and two steps before its end, the last leaving the run no time to
+    recover. Each but the first has the one before it in its window (128 steps), widened by it: at 400 steps their
+    losses were still 10.6 to 11.5 standard deviations above. A checkpoint every 50 steps is where rollbacks go."""
+    junk_at = [3 * steps // 8, 5 * steps // 8, 7 * steps // 8, steps - 2]
+    results = []
+    for run in spike_runs(steps, vocab, junk_at, checkpoint_every=50):
+        t0 = time.perf_counter()
+        r, halts = train_through_stops(path, run)
+        results.append((run, r, halts))
+        print(f"{run.name}: skipped {r['summary']['on_spike']['skipped_steps']} ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
+    return spike_table(results)
 
 
 if __name__ == "__main__":

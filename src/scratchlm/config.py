@@ -41,6 +41,7 @@ CHOICES: dict[str, tuple] = {
     "train.device": ("auto", "cpu", "cuda", "mps"),
     "train.compile": ("auto", True, False),
     "train.eval": ("inline", "external"),
+    "train.on_spike": ("warn", "skip", "rollback", "stop"),
     "eval.suite.humaneval": ("auto", "on", "off"),
     "eval.suite.tasks.kind": ("multiple_choice", "completion"),
     "decontaminate.mode": ("document", "span"),
@@ -249,6 +250,7 @@ class TrainConfig:
     eval: str = operational("inline")  # inline | external: external leaves evaluation and sampling at eval_every steps to `scratchlm eval watch`, beside the run
     log_every: int = bounded(10, ge=1, operational=True)  # steps between rows of metrics.jsonl
     threads: int = bounded(0, ge=0, operational=True)  # CPU threads for torch; 0 uses every core
+    on_spike: str = "warn"  # warn | skip | rollback | stop: what a step whose loss or gradient norm spikes (monitor.grad_spike_*) does: alert only; skip its update; go back to the last checkpoint and skip it there; stop with a checkpoint before it. skip and stop read both values back every step
 
 @dataclass
 class PlanConfig:
@@ -330,13 +332,22 @@ class SFTConfig:
     weight_decay: float = bounded(0.0, ge=0)  # 0: none
     grad_clip: float = bounded(1.0, ge=0)  # 0 disables clipping
     pack: bool = True  # several short conversations per row (never split one across rows)
-    seed: int = bounded(4321, ge=0)  # seeds fine-tuning: the order of the conversations
+    seed: int = bounded(4321, ge=0)  # seeds fine-tuning: the order of the conversations and the held-out draw
+    heldout: str = ""  # JSONL of held-out conversations, relative to the config file; empty: draw heldout_share of the data
+    heldout_share: float = bounded(0.1, ge=0, lt=1)  # share of the conversations held out when `heldout` is empty (0: none)
+    eval_every: int = bounded(50, ge=1)  # steps between held-out loss evaluations (and at the end)
+    answers: int = bounded(40, ge=0)  # held-out and training prompts answered after fine-tuning, each; 0 skips the answer check
+    answer_max_new_tokens: int = bounded(128, ge=1)  # tokens per answer, at most (an answer should end with <|end|> before)
+    max_epochs: float = bounded(5.0, gt=0)  # passes over the training conversations above which the epochs verdict warns
 
 @dataclass
 class MonitorConfig:
     spike_window: int = bounded(50, ge=2)  # log intervals of training loss that a new loss is compared with
     spike_z: float = bounded(6.0, gt=0)  # a loss this many standard deviations above the window's trend line is a spike
     spike_min_history: int = bounded(10, ge=2)  # log intervals seen before the spike detector may fire
+    grad_spike_window: int = bounded(128, ge=2)  # steps of gradient norm (and, for train.on_spike, of loss) a step's is compared with; judged from half a window on (OLMo-core's SkipStepOptimizer: 128, and 64)
+    grad_spike_z: float = bounded(6.0, gt=0)  # a step's gradient norm (or loss) this many standard deviations above its window's mean is a spike (OLMo-core: 6)
+    spike_rollbacks: int = bounded(20, ge=0)  # rollbacks train.on_spike = "rollback" may make in one run; the next spike stops it (PaLM 540B rolled back about 20 times)
     weight_growth_window: int = bounded(20, ge=2)  # log intervals the judged span (the later half of the run so far) must hold
     weight_growth: float = bounded(0.25, gt=0)  # relative growth of a layer's weight norm across that span that warns, if not slowing
     weight_growth_after: float = bounded(0.5, ge=0, lt=1)  # share of train.max_steps (and the warmup) while norms settle: not judged
@@ -585,6 +596,7 @@ def validate(cfg: Config, where: str) -> None:
     _check_choice(cfg, "train.compile", where, lambda v: f", got {v!r}")
     _check_choice(cfg, "data.executor", where, lambda v: f", got {v!r}")
     _check_choice(cfg, "train.eval", where, lambda v: f", got {v!r}")
+    _check_choice(cfg, "train.on_spike", where, lambda v: f", got {v!r}")
     _check_choice(cfg, "eval.suite.humaneval", where)
     kinds = CHOICES["eval.suite.tasks.kind"]
     for i, task in enumerate(cfg.eval.suite.tasks):

@@ -69,6 +69,137 @@ class LossSpike:
         return alerts
 
 
+class StepSpikes:
+    """Each step's loss and gradient norm (before clipping) against the same values of the previous `window`
+    steps: a spike is a value more than `z` standard deviations above its window's mean.
+
+    OLMo-core's rule, with its defaults (128 steps, 6 standard deviations): its StabilityMonitorCallback judges the
+    loss and the gradient norm of every step this way, and its SkipStepOptimizer skips the update of a step that
+    spikes. As in that optimizer, a step is judged once half a window is there: the first steps' values fall too
+    fast to be anyone's baseline. And as in both, every finite value enters its window, a spike too: a lasting change of
+    level (a harder data phase) is taken in within a few steps, where a window that kept spikes out would skip
+    every step after it. The price: one spike widens its window's spread for the next `window` steps (a
+    20-sigma spike about doubles it at 128). No trend is fitted, unlike LossSpike on log rows: a falling loss
+    leaves each step below its window's mean, so the decline cannot fire it, it only hides small spikes.
+    """
+
+    def __init__(self, window: int, z: float):
+        self.z, self.min_history = z, max(2, window // 2)
+        self.loss: deque[float] = deque(maxlen=window)
+        self.grad_norm: deque[float] = deque(maxlen=window)
+
+    def judge(self, step: int, loss: float, grad_norm: float) -> dict | None:
+        """Step `step`'s spike as a `spikes` entry of the log row (no action yet), or None: no spike, too little
+        history, or a value that is not finite (the non-finite halt's business). Call `add` after it."""
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)) or len(self.loss) < self.min_history:
+            return None
+        (loss_z, loss_mean), (norm_z, norm_mean) = _z_score(loss, self.loss), _z_score(grad_norm, self.grad_norm)
+        if max(loss_z, norm_z) <= self.z:
+            return None
+        return {"step": step, "loss": loss, "grad_norm": grad_norm, "loss_z": round(loss_z, 2),
+                "grad_norm_z": round(norm_z, 2), "loss_mean": loss_mean, "grad_norm_mean": norm_mean,
+                "window": len(self.loss), "action": "none"}
+
+    def add(self, loss: float, grad_norm: float) -> None:
+        if math.isfinite(loss) and math.isfinite(grad_norm):
+            self.loss.append(loss)
+            self.grad_norm.append(grad_norm)
+
+    def state_dict(self) -> dict:
+        return {"loss": list(self.loss), "grad_norm": list(self.grad_norm)}
+
+    def load_state_dict(self, state: dict | None) -> None:
+        """A checkpoint written before these windows existed has none: they fill again from the resumed step."""
+        for values, saved in ((self.loss, (state or {}).get("loss", [])),
+                              (self.grad_norm, (state or {}).get("grad_norm", []))):
+            values.clear()
+            values.extend(saved)
+
+
+def _z_score(value: float, window: deque[float]) -> tuple[float, float]:
+    """(standard deviations of `value` above the window's mean, that mean); the sample standard deviation, as
+    torch.std_mean gives OLMo-core. A flat window (spread under 1e-10, as OLMo-core) gives 0: nothing to judge by."""
+    n = len(window)
+    mean = math.fsum(window) / n
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in window) / (n - 1))
+    return ((value - mean) / spread if spread >= 1e-10 else 0.0), mean
+
+
+def spike_text(spike: dict, z: float) -> str:
+    """What spiked at a step, in numbers: each of its loss and gradient norm that is over `z`."""
+    parts = [f"{label} {spike[key]:.4g} is {spike[key + '_z']:.1f} standard deviations above the mean "
+             f"{spike[key + '_mean']:.4g} of the last {spike['window']} steps"
+             for key, label in (("loss", "loss"), ("grad_norm", "gradient norm"))
+             if spike.get(key + "_z") is not None and spike[key + "_z"] > z]
+    return ", and its ".join(parts) or (f"loss {spike['loss']:.4g} and gradient norm {spike['grad_norm']:.4g} stayed "
+                                        f"within {z:g} standard deviations")
+
+
+def documents_text(spike: dict) -> str:
+    shown = spike.get("documents") or []
+    if not shown:
+        return "its batch's documents are unknown (the loader cannot replay them)"
+    more = spike.get("documents_total", len(shown)) - len(shown)
+    listed = " (spikes.json lists all)" if spike.get("action", "none") != "none" else ""  # only actions are recorded
+    return f"its batch's documents: {', '.join(shown)}" + (f" and {more} more{listed}" if more else "")
+
+
+class GradNormSpike:
+    """A step's gradient norm far above the steps before it (StepSpikes, OLMo-core's per-step rule). The trainer
+    judges every step and reads the values back where it syncs anyway (log steps, checkpoints); this detector turns
+    the row's `spikes` entries whose gradient norm crossed into an alert, so a step that is not a log step is
+    judged too. The loss of a batch can look ordinary while its gradients are not."""
+
+    name = "grad_norm_spike"
+    kind = "log"
+
+    def __init__(self, cfg: MonitorConfig):
+        self.z = cfg.grad_spike_z
+
+    def check(self, row: dict) -> list[Alert]:
+        over = [s for s in row.get("spikes") or [] if (s.get("grad_norm_z") or 0.0) > self.z]
+        if not over:
+            return []
+        worst = max(over, key=lambda s: s["grad_norm_z"])
+        others = f" ({len(over)} steps of this log interval spiked)" if len(over) > 1 else ""
+        return [Alert(worst["step"], self.name, "gradient norm", "warning",
+                      f"gradient norm {worst['grad_norm']:.4g} at step {worst['step']} is {worst['grad_norm_z']:.1f} "
+                      f"standard deviations above the mean {worst['grad_norm_mean']:.4g} of the last "
+                      f"{worst['window']} steps{others}; {documents_text(worst)}")]
+
+
+ACTION_WORDS = {"skipped": "its update was skipped", "rolled back": "training went back to the last checkpoint "
+                "to skip its update", "stopped": "training stopped before its update"}
+# A step skipped on a later pass because spikes.json remembers what was done the first time.
+REMEMBERED_WORDS = {"rolled back": "it spiked when first trained, and training went back to the last checkpoint to "
+                    "skip it", "stopped": "training stopped before it when first trained, and was resumed past it"}
+
+
+class SpikeAction:
+    """What train.on_spike did about a spiking step (skip, rollback, stop): one alert per step acted on, from the
+    row's `spikes` entries, so a resumed run's replay has them too. The stop itself has no row: the trainer
+    records its alert when it halts."""
+
+    name = "on_spike"
+    kind = "log"
+
+    def __init__(self, cfg: MonitorConfig):
+        self.z = cfg.grad_spike_z
+
+    def check(self, row: dict) -> list[Alert]:
+        return [Alert(s["step"], self.name, f"step {s['step']}", "warning", action_text(s, self.z))
+                for s in row.get("spikes") or [] if s.get("action", "none") != "none"]
+
+
+def action_text(spike: dict, z: float) -> str:
+    step, action = spike["step"], spike["action"]
+    if spike.get("remembered"):
+        done = REMEMBERED_WORDS.get(action, "spikes.json lists it")
+        return (f"step {step}'s update was skipped: {done} (train.on_spike, spikes.json); this time its "
+                f"{spike_text(spike, z)}; {documents_text(spike)}")
+    return f"step {step}: {ACTION_WORDS[action]} (train.on_spike): its {spike_text(spike, z)}; {documents_text(spike)}"
+
+
 class WeightGrowth:
     """A layer's weight norm still inflating late in the run: AdamW is shrinking its effective LR |update|/|weight|.
 
@@ -275,7 +406,8 @@ class Repetition:
         return alerts
 
 
-DETECTORS = (LossSpike, WeightGrowth, LoaderStall, DomainDegradation, Overconfidence, Repetition)
+DETECTORS = (LossSpike, GradNormSpike, SpikeAction, WeightGrowth, LoaderStall, DomainDegradation, Overconfidence,
+             Repetition)
 NONFINITE = "nonfinite"  # the halt: not a streaming detector, the run stops on its first alert
 ALL_NAMES = tuple(d.name for d in DETECTORS) + (NONFINITE,)
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .detectors import spike_text
 from .norms import grad_norms, grouped_parameters, nonfinite_gradients
 
 MAX_DOCS_PER_ROW = 32  # a row of very short documents spans many; the first ones are enough to look at
+DOCUMENTS_SHOWN = 8  # of a spiking step's batch, in its log row and alert; spikes.json and diagnosis.json have all
 
 
 def batch_documents(loader, step: int, grad_accum: int) -> list[dict] | None:
@@ -32,6 +34,11 @@ def batch_documents(loader, step: int, grad_accum: int) -> list[dict] | None:
                                                             for d in docs[:MAX_DOCS_PER_ROW]],
                          "offset_in_first_doc": int(start - doc_starts[max(first, 0)])})
     return rows
+
+
+def batch_document_ids(batch: list[dict] | None) -> list[str]:
+    """The `source:doc` IDs of a batch (batch_documents), each once, in batch order."""
+    return list(dict.fromkeys(d for row in batch or [] for d in row["doc_ids"]))
 
 
 def _number(x: float | None) -> float | str | None:
@@ -106,3 +113,35 @@ def next_steps(diagnosis: dict, rows: list[dict], train, config: str, checkpoint
                    f"from this run's last checkpoint (its weights, optimizer state and step), or "
                    f"`scratchlm train -c {config}` starts over")
     return f"{cause}. Then: {restart}"
+
+
+def spike_diagnosis(spike: dict, z: float, model, last_metrics: dict | None, lr: float | None,
+                    grad_clip: float) -> dict:
+    """diagnosis.json of a run stopped by train.on_spike = "stop", before the spiking step's update: its values
+    against its windows, the per-group gradient norms of that step, its batch's documents (`spike["batch"]`,
+    from batch_documents). "next" is added by the trainer, which knows its checkpoint."""
+    step = spike["step"]
+    # The gradients are clipped by now, all by one factor: undone, the groups' norms add up to the logged total.
+    clipped = min(1.0, grad_clip / (spike["grad_norm"] + 1e-6)) if grad_clip > 0 else 1.0
+    return {
+        "step": step,
+        "explanation": f"at step {step} the {spike_text(spike, z)}",
+        **{k: spike.get(k) for k in ("loss", "grad_norm", "loss_z", "grad_norm_z", "loss_mean", "grad_norm_mean",
+                                     "window")},
+        "lr": lr,
+        "grad_norm_groups": {g: _number(v / clipped) for g, v in grad_norms(grouped_parameters(model)).items()},
+        "batch": spike.get("batch"),
+        "batch_note": (None if spike.get("batch") is not None
+                       else "the loader cannot replay its positions; batch unknown"),
+        "last_metrics": last_metrics,
+    }
+
+
+def spike_next_steps(step: int, config: str, checkpoint: str) -> str:
+    """What to do after a spike stopped the run: the batch first, then the command that continues past it."""
+    return (f"look at the documents of step {step}'s batch (`batch` in this file): a broken, degenerate or "
+            f"repeated document is the usual cause of a one-step spike; remove it from its source and rerun "
+            f"`scratchlm run -c {config}` (new data: training starts over). Or continue: `scratchlm train -c {config} "
+            f"--resume` goes on from {checkpoint}, the state before step {step}, and skips step {step}'s update "
+            f"(spikes.json remembers it). With train.on_spike = \"skip\" or \"rollback\" a run trains past such "
+            f"steps by itself")

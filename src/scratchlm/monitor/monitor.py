@@ -8,6 +8,8 @@ Hooks, in the order the trainer calls them:
   on_eval(step, row, samples)  adds repetition, writes the sample diff, runs the evaluation detectors
   publish(row)            TensorBoard / W&B
   diagnose(...)           on a non-finite loss or gradient (the trainer halts)
+  batch_of(step)          a step's batch as documents, for what train.on_spike does about a spiking step
+  diagnose_spike(...)     on a spike with train.on_spike = "stop" (the trainer halts)
   close()                 verdict per detector, written to monitor.json
 Alerts go to alerts.jsonl and the log as they start; the verdicts go to the report and the dashboard.
 """
@@ -20,8 +22,8 @@ from .. import gpu_peaks
 from ..errors import UserError
 from ..ids import write_json
 from ..progress import log
-from .detectors import NONFINITE, Alert
-from .diagnosis import diagnose
+from .detectors import NONFINITE, Alert, SpikeAction
+from .diagnosis import batch_documents, diagnose, spike_diagnosis
 from .norms import UpdateRatio, grad_norms, grouped_parameters, weight_norms
 from .sample_diff import load_samples, repetition_rates, sample_files, write_sample_diff
 from .sinks import flatten, open_sinks
@@ -122,13 +124,27 @@ class Monitor:
             sink.publish(row["step"], scalars)
 
     def diagnose(self, step: int, loss: float, grad_norm: float, lr: float | None = None) -> dict:
-        accum = getattr(self.loader, "grad_accum", self.cfg.train.grad_accum)
-        d = diagnose(step, loss, grad_norm, self.model, self.loader, accum, self.last_row, lr)
+        d = diagnose(step, loss, grad_norm, self.model, self.loader, self._grad_accum(), self.last_row, lr)
         self.verdicts.record([Alert(step, NONFINITE, "loss/gradients", "error", d["explanation"])], NONFINITE)
         self.close()
         return d
 
-    def close(self) -> dict:
+    def batch_of(self, step: int) -> list[dict] | None:
+        """Step `step`'s batch (as logged, 1-based) as documents (batch_documents); None when the loader cannot
+        replay it."""
+        return batch_documents(self.loader, step - 1, self._grad_accum())
+
+    def diagnose_spike(self, spike: dict, lr: float | None = None) -> dict:
+        """The diagnosis of a spike that stops the run (train.on_spike = "stop"); records its alert and closes."""
+        d = spike_diagnosis(spike, self.m.grad_spike_z, self.model, self.last_row, lr, self.cfg.train.grad_clip)
+        self.verdicts.record([Alert(spike["step"], SpikeAction.name, f"step {spike['step']}", "error",
+                                    f"{d['explanation']}: training stopped before its update (train.on_spike)")],
+                             SpikeAction.name)
+        self.close()
+        return d
+
+    def close(self, quiet: bool = False) -> dict:
+        """quiet: no verdict line in the log (a rollback closes the monitor of the attempt it abandons)."""
         summary = {"detectors": self.stats, "flops_per_token": self.flops_per_token, "peak_flops": self.peak,
                    "datasheet_peak_flops": self.datasheet_peak}
         write_json(self.out / SUMMARY, summary)
@@ -136,9 +152,13 @@ class Monitor:
             self.verdicts.close()
             for sink in self.sinks:
                 sink.close()
-            log("monitor: " + ", ".join(f"{n} {s['verdict']}" + (f" ({s['fired']}x)" if s["fired"] else "")
-                                        for n, s in self.stats.items()))
+            if not quiet:
+                log("monitor: " + ", ".join(f"{n} {s['verdict']}" + (f" ({s['fired']}x)" if s["fired"] else "")
+                                            for n, s in self.stats.items()))
         return summary
+
+    def _grad_accum(self) -> int:
+        return getattr(self.loader, "grad_accum", self.cfg.train.grad_accum)
 
     # ---- judging -----------------------------------------------------------------------------------------
     def _is_log_step(self, step: int) -> bool:
@@ -166,5 +186,11 @@ class NullMonitor:
     def diagnose(self, step: int, loss: float, grad_norm: float, lr: float | None = None) -> dict:
         return {"step": step, "loss": loss, "grad_norm": grad_norm}
 
-    def close(self) -> dict:
+    def batch_of(self, step: int) -> None:
+        return None
+
+    def diagnose_spike(self, spike: dict, lr: float | None = None) -> dict:
+        return {"step": spike["step"], "explanation": f"at step {spike['step']} the loss or gradient norm spiked"}
+
+    def close(self, quiet: bool = False) -> dict:
         return {"detectors": {}}

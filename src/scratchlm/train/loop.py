@@ -23,10 +23,12 @@ from ..eval.watch_state import awaiting_evaluation, eval_due, watch_share, write
 from ..ids import read_json, write_json
 from ..model import GPT
 from ..model.best import best_checkpoint, rebuild_best
-from ..model.checkpoint import check_checkpoint, list_checkpoints, load_model_weights, step_dirs, verify_checkpoint
+from ..model.checkpoint import (PREFIX, check_checkpoint, list_checkpoints, load_model_weights, step_dirs,
+                                verify_checkpoint)
 from ..model.device import autocast, decide_precision, pick_device, recorded_precision, sync
 from ..monitor import Monitor, NullMonitor
-from ..monitor.diagnosis import next_steps, nonfinite_text
+from ..monitor.detectors import spike_text
+from ..monitor.diagnosis import next_steps, nonfinite_text, spike_next_steps
 from ..monitor.metrics_file import append_row, metrics_lock
 from ..monitor.monitor import row_lines
 from ..presets import describe_preset
@@ -40,11 +42,13 @@ from .distributed import (World, any_rank, any_rank_of, barrier, close_world, fu
                           load_optimizer_state, mean_over_ranks, same_on_all_ranks, wrap_model)
 from .loader import MixtureLoader, Prefetcher, on_device, pins_batches
 from .schedule import lr_factor
+from .spikes import APPLY, SPIKES_FILE, STOP, RollingBack, SpikeGuard, SpikeRecord
 from .start_from import is_own_checkpoint, keep_hyperparameters, load_start, restore_hyperparameters
 
 
 class TrainingHalted(UserError):
-    """The run stopped on purpose (non-finite loss); a diagnosis file says why."""
+    """The run stopped on purpose (a non-finite loss; a spike under train.on_spike = "stop" or past
+    monitor.spike_rollbacks); a diagnosis file or spikes.json says why."""
 
 
 class TrainingInterrupted(UserError):
@@ -170,17 +174,26 @@ def train_model(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, i
     if t.threads:
         torch.set_num_threads(t.threads)
     world, device = init_world(pick_device(t.device))
+    resume, record = resume or resume_from is not None, None
     try:
         with StopOnSignal(repeat_after_s=1.0 if world.active else 0.0, at_step=stop_at) as stop:
-            return _train(cfg, shards_dir, tokenizer_dir, out, ids, prompts, resume or resume_from is not None,
-                          resume_from, world, device, stop)
+            while True:  # one pass per rollback (train.on_spike = "rollback"), each from the last checkpoint
+                try:
+                    return _train(cfg, shards_dir, tokenizer_dir, out, ids, prompts, resume, resume_from, world,
+                                  device, stop, record)
+                except RollingBack as back:  # the attempt's model and optimizer go with its frames, here
+                    resume, resume_from, record = back.resume, back.resume_from, back.record
     finally:
         close_world(world)
 
 
 def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: dict, prompts: list[str],
-           resume: bool, resume_from: Path | None, world: World, device: torch.device, stop: StopOnSignal) -> dict:
+           resume: bool, resume_from: Path | None, world: World, device: torch.device, stop: StopOnSignal,
+           spikes: SpikeRecord | None = None) -> dict:
+    """spikes: the steps to skip, carried over from the attempt that rolled back to start this one."""
     t, m = cfg.train, cfg.model
+    # Where a rollback goes: this attempt's start until it writes a checkpoint, then its last checkpoint.
+    restart = {"resume": resume, "resume_from": resume_from, "step": None}
     external = t.eval == "external"  # evaluations are the eval watcher's, from the checkpoints of eval steps
     batch = effective_batch(cfg, world.size)
     grad_accum = batch.grad_accum
@@ -215,6 +228,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         state = _load_resume_state(raw, candidates, ckpt_dir, world.main, resume_from is not None,
                                    cfg.path or "CONFIG")
         step = state["step"] if state else 0
+        if state is not None:
+            restart.update(resume_from=state["path"], step=step)
         if state is not None and state.get("started_from"):  # this run began from another's checkpoint
             meta["started_from"] = state["started_from"]
     elif other_run:
@@ -260,6 +275,13 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                        group_norms=not (t.fsdp and world.size > 1))
                if world.main else NullMonitor())
 
+    if spikes is None:
+        spikes = (SpikeRecord.resumed(out / SPIKES_FILE, step) if resume and not other_run
+                  else SpikeRecord.fresh(out / SPIKES_FILE, world.main))
+    guard = SpikeGuard(t.on_spike, cfg.monitor, device, t.log_every, spikes, monitor.batch_of, world.main)
+    if resumed is not None:
+        guard.windows.load_state_dict(resumed.get("spikes"))
+
     tokens_per_step = batch.tokens
     if world.main:
         shape = describe_preset(m)
@@ -295,12 +317,14 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         saved = None
         if world.main:
             saved = save_checkpoint(ckpt_dir, at, raw, optimizer,
-                                    {"scaler": scaler.state_dict(), "loader": loader.state_dict()},
+                                    {"scaler": scaler.state_dict(), "loader": loader.state_dict(),
+                                     "spikes": guard.windows.state_dict()},
                                     meta, t.keep_last, files=(out / "tokenizer.json",),
                                     model_state=model_state, optimizer_state=optimizer_state, keep=unevaluated())
         # The other ranks wait for the write here, under the long timeout of a wait for rank 0's disk, and not in
         # the next step's gradient all-reduce, where a write slower than the collective timeout kills the job.
         barrier(world)
+        restart.update(resume=True, resume_from=ckpt_dir / f"{PREFIX}{at:07d}", step=at)  # the same on every rank
         return saved
 
     def evaluate(at: int) -> None:
@@ -326,6 +350,36 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
             bad_step, bad_loss, bad_norm = bad
             _halt(out if world.main else None, bad_step, bad_loss, bad_norm,
                   monitor.diagnose(bad_step, bad_loss, bad_norm, lr_at(optimizer, bad_step, t)), cfg)
+
+    def close_attempt(quiet: bool = False) -> None:
+        for closing in (batches, progress):
+            closing.close()
+        monitor.close(quiet=quiet)
+
+    def roll_back_if_spiked() -> None:
+        """Reads back and judges the steps since the last read-back (warn and rollback modes): called only where
+        the loop syncs anyway. A spike under train.on_spike = "rollback" ends this attempt."""
+        if found := guard.catch_up():
+            _roll_back(found, step, restart, spikes, cfg, world.main, close_attempt)
+
+    def stop_before_spike(spike: dict) -> None:
+        """train.on_spike = "stop": a checkpoint of the state before the spiking step's update, diagnosis.json,
+        and the halt; `--resume` continues from that checkpoint and skips the step (spikes.json)."""
+        if restart["step"] != step:
+            checkpoint(step)
+        spikes.remember([spike])
+        diagnosis = monitor.diagnose_spike(spike, lr)
+        where = restart["resume_from"]
+        if world.main:
+            spikes.save()
+            diagnosis["next"] = spike_next_steps(spike["step"], str(cfg.path or "CONFIG"), str(where))
+            write_json(out / "diagnosis.json", diagnosis)
+        close_attempt()
+        raise TrainingHalted(f"training stopped at step {spike['step']}, before its update: its "
+                             f"{spike_text(spike, cfg.monitor.grad_spike_z)} (train.on_spike = \"stop\"); "
+                             f"{where} holds the state before it and {out / 'diagnosis.json'} names its batch's "
+                             f"documents; `scratchlm train -c {cfg.path or 'CONFIG'} --resume` continues, skipping "
+                             f"that step's update")
 
     batches = Prefetcher(loader, step, t.max_steps, t.prefetch, pin_memory=pins_batches(device))
     model.train()
@@ -355,14 +409,21 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         monitor.before_update(step + 1)  # per-group grad norms, weights before the update (log steps only)
         grad_norm = clip_gradients(model, t.grad_clip, t.fsdp)
         nonfinite.record(step, loss_mean, grad_norm)
+        guard.observe(step + 1, loss_mean, grad_norm)
         if readback_due(step + 1, t, stop.at_step):
             # Checked before this step's update (its gradients are still there for the diagnosis) whenever a log
             # row, a checkpoint or an evaluation follows it: a checkpoint must never store weights updated from a
             # non-finite step (resuming from it would only fail again), nor an evaluation or best.json come from
-            # them. Steps between checks are not lost: the watch names the first bad one and its batch.
+            # them. Steps between checks are not lost: the watch names the first bad one and its batch. The same
+            # holds for a spike the run is to roll back past.
             halt_if_nonfinite()
-        scaler.step(optimizer)
-        scaler.update()
+            roll_back_if_spiked()
+        update, spike = guard.decide(step + 1)  # skip and stop: reads this step's values back (a host sync)
+        if update == STOP:
+            stop_before_spike(spike)
+        if update == APPLY:
+            scaler.step(optimizer)
+        scaler.update()  # after a skip too: unscale_ recorded its inf checks, and the scale schedule goes on
         optimizer.zero_grad(set_to_none=True)
         step += 1
         window_tokens += tokens_per_step
@@ -376,6 +437,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                    "data_wait_s": batches.wait_seconds}
             if external and world.main and (share := watch_share(out, window_wall, time.time())) is not None:
                 row["watch_share"] = share  # before on_log: the stall detector reads it
+            if spiked := guard.take_row_spikes():
+                row["spikes"] = spiked  # before on_log: the spike detectors read it
             monitor.on_log(step, row, elapsed, batches.wait_seconds - window_wait)  # norms, MFU, memory, detectors
             record(row)
             progress.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{row['tokens_per_s']:.0f}")
@@ -391,11 +454,11 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
         paused = step == stop.at_step  # the same on every rank
         if checkpoint_due(step, t) or (external and eval_due(step, t)) or due_by_time or stopping or paused:
             halt_if_nonfinite()  # a checkpoint asked for by time or a signal was not checked before the update
+            roll_back_if_spiked()
             saved = checkpoint(step)
             last_checkpoint = time.monotonic()
         if stopping or paused:  # the evaluation due here, if any, runs on resume
-            for closing in (batches, progress, monitor):
-                closing.close()
+            close_attempt()
             if not stopping:
                 raise TrainingPaused(f"training paused at step {step}/{t.max_steps} as asked (--stop-at); checkpoint "
                                      f"{saved or ckpt_dir} saved: continue with `scratchlm train -c "
@@ -416,6 +479,8 @@ def _train(cfg: Config, shards_dir: Path, tokenizer_dir: Path, out: Path, ids: d
                "precision": precision, "precision_reason": meta["precision_reason"], "world_size": world.size,
                "epochs_per_source": loader.epochs(),
                "monitor": monitor.close()["detectors"],  # verdict per detector
+               "on_spike": {"mode": t.on_spike, "skipped_steps": sorted({a["step"] for a in spikes.actions}),
+                            "rollbacks": len(spikes.rollbacks)},
                **({"started_from": meta["started_from"]} if meta.get("started_from") else {})}
     if world.main:
         best = best_checkpoint(ckpt_dir)  # external: as far as the watcher has got
@@ -477,7 +542,7 @@ def _load_resume_state(raw: torch.nn.Module, candidates: list[Path], ckpt_dir: P
             continue
         say(f"train: resumed from {path} (step {state['step']})")
         meta = read_json(path / "meta.json")
-        return {**state, "started_from": meta.get("started_from"), "meta": meta}
+        return {**state, "started_from": meta.get("started_from"), "meta": meta, "path": path}
     raise UserError(f"--resume: no checkpoint in {ckpt_dir} can be loaded (newest {problems[0]}); "
                     f"run without --resume to start over")
 
@@ -559,3 +624,30 @@ def _halt(out: Path | None, step: int, loss: float, grad_norm: float, diagnosis:
     raise TrainingHalted(f"training stopped at step {step}: {nonfinite_text(loss, grad_norm)} "
                          f"({len(diagnosis.get('nonfinite_grads', []))} parameters with non-finite gradients); "
                          f"{where}")
+
+
+def _roll_back(found: list[dict], step: int, restart: dict, spikes: SpikeRecord, cfg: Config, main: bool,
+               close_attempt) -> None:
+    """Back to the last checkpoint (or the attempt's start), to train `found`'s steps again without their updates;
+    past monitor.spike_rollbacks rollbacks, the run stops instead. `step`: the updates applied so far."""
+    steps = [s["step"] for s in found]
+    done, most = len(spikes.rollbacks), cfg.monitor.spike_rollbacks
+    spikes.remember(found)  # a stop too: `--resume` then skips them
+    where = restart["resume_from"] or ("the start" if restart["step"] is None else f"step {restart['step']}")
+    what = f"step {steps[0]}'s {spike_text(found[0], cfg.monitor.grad_spike_z)}"
+    if done >= most:
+        if main:
+            spikes.save()
+        close_attempt()
+        raise TrainingHalted(f"training stopped at step {step}: {what}, after {done} rollbacks "
+                             f"(monitor.spike_rollbacks = {most}): spikes this frequent are the run's instability, "
+                             f"not a few bad batches; lower train.learning_rate or lengthen train.warmup_steps "
+                             f"({SPIKES_FILE} lists every spike and its batch's documents; `--resume` goes on from "
+                             f"{where}, skipping them)")
+    spikes.rollbacks.append({"to_step": restart["step"] or 0, "steps": steps})
+    if main:
+        spikes.save()
+        log(f"train: {what}; going back to {where} to train again without the update of step(s) "
+            f"{', '.join(map(str, steps))} (rollback {done + 1} of at most {most}, train.on_spike = \"rollback\")")
+    close_attempt(quiet=True)
+    raise RollingBack(restart["resume"], restart["resume_from"], spikes)
