@@ -115,8 +115,11 @@ def test_a_base_barely_beating_unigram_is_refused_with_its_numbers(tmp_path):
 def test_force_fine_tunes_a_weak_base_with_a_warning(tmp_path, capsys):
     from scratchlm.sft.base_check import check_base
 
-    verdict = check_base(tmp_path / "ck", _evaluation(tmp_path, 6.695, 6.663), force=True)
+    verdict, forced = check_base(tmp_path / "ck", _evaluation(tmp_path, 6.695, 6.663), force=True)
     assert verdict["level"] == "weak"
+    # recorded with the fine-tuning, its figures named (forced.forced_record)
+    assert [(f["stage"], f["verdict"], f["forced_by"]) for f in forced] == [("sft", "base quality", "--force")]
+    assert "6.695" in forced[0]["summary"]
     captured = capsys.readouterr()
     assert "warning: base checkpoint" in captured.err + captured.out
 
@@ -124,10 +127,12 @@ def test_force_fine_tunes_a_weak_base_with_a_warning(tmp_path, capsys):
 def test_a_good_base_passes_and_an_unevaluated_one_needs_force(tmp_path):
     from scratchlm.sft.base_check import check_base
 
-    assert check_base(tmp_path / "ck", _evaluation(tmp_path, 4.23, 7.07), force=False)["level"] == "ok"
+    verdict, forced = check_base(tmp_path / "ck", _evaluation(tmp_path, 4.23, 7.07), force=False)
+    assert verdict["level"] == "ok" and forced == []
     with pytest.raises(UserError, match="has no evaluation"):
         check_base(tmp_path / "ck", None, force=False)
-    assert check_base(tmp_path / "ck", None, force=True) is None
+    verdict, forced = check_base(tmp_path / "ck", None, force=True)
+    assert verdict is None and forced[0]["verdict"] == "base evaluated"
 
 
 def test_an_evaluation_without_a_finite_loss_is_refused_like_no_evaluation(tmp_path):
@@ -135,4 +140,4 @@ def test_an_evaluation_without_a_finite_loss_is_refused_like_no_evaluation(tmp_p
 
     with pytest.raises(UserError, match="not judged by its evaluation"):
         check_base(tmp_path / "ck", _evaluation(tmp_path, float("nan"), 6.663), force=False)
-    assert check_base(tmp_path / "ck", _evaluation(tmp_path, float("nan"), 6.663), force=True)["level"] == "unknown"
+    assert check_base(tmp_path / "ck", _evaluation(tmp_path, float("nan"), 6.663), force=True)[0]["level"] == "unknown"

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -101,6 +102,11 @@ def test_evaluate_rate_finetune_chat_export(run, tmp_path, monkeypatch, capsys):
     assert r.returncode == 0 and "fine-tuning anyway (--force)" in r.stdout + r.stderr, r.stderr
     summary = read_json(next((cfg.workdir / "sft").glob("*/summary.json")))
     assert summary["leak_check"]["verdict"] in ("ok", "warning") and summary["base_evaluated"]
+    # one of the 12 drawn out (sft.heldout_share 10%), its loss measured before the first step and after the last
+    assert summary["heldout"]["conversations"] == 1 and summary["conversations"] == 11
+    assert [p["step"] for p in summary["heldout_loss"]] == [0, 6]
+    assert {v["name"] for v in summary["verdicts"]} == {"held-out loss", "collapse", "memorisation", "epochs"}
+    assert "Held-out loss" in (cfg.workdir / "sft" / Path(summary["checkpoint"]).parts[-3] / "report.md").read_text()
     tuned = summary["checkpoint"]
 
     r = cli(monkeypatch, capsys, "chat", "--checkpoint", tuned, "--max-new-tokens", 5, "--seed", 0,
@@ -131,3 +137,40 @@ def test_checkpoint_with_another_tokenizer_is_refused(run, tmp_path, monkeypatch
     foreign = make_checkpoint(tmp_path / "foreign")
     r = cli(monkeypatch, capsys, "eval", "suite", foreign, "-c", run.path)
     assert r.returncode == 2 and "different tokenizer" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_fine_tuning_on_one_stock_answer_is_judged_collapse(run, tmp_path, monkeypatch, capsys):
+    """A planted collapse: every training answer is the same sentence, so the model learns to give it to any
+    prompt; held-out questions whose real answers all differ show it, and the verdict says so in the log, summary,
+    report and `check`."""
+    cfg = run
+    base = list_checkpoints(plan_artifacts(cfg)["train"].dir / "checkpoints")[-1]
+    stock = "see the manual"
+    pairs = tmp_path / "stock.jsonl"
+    pairs.write_text("".join(json.dumps({"prompt": f"what does command{i} do", "response": stock}) + "\n"
+                             for i in range(60)))
+    cfg.path.with_name("stock_held.jsonl").write_text("".join(
+        json.dumps({"prompt": f"what does tool{i} do", "response": f"tool{i} prints {i} lines"}) + "\n"
+        for i in range(6)))
+    config = cfg.path.with_name("stock.toml")  # beside the run's config: the same workdir and sources
+    config.write_text(cfg.path.read_text().replace("[sft]\nmax_steps = 6\nbatch_size = 2\n",
+                                                   "[sft]\nmax_steps = 40\nbatch_size = 4\nlr_scale = 1.0\n"
+                                                   "answer_max_new_tokens = 12\nanswers = 6\n"
+                                                   'heldout = "stock_held.jsonl"\n'))
+    config = load_config(config)
+    r = cli(monkeypatch, capsys, "sft", "-c", config.path, "--data", pairs, "--checkpoint", base, "--force")
+    assert r.returncode == 0, r.stderr
+    assert "collapse: ERROR" in r.stderr
+    summary = read_json(next(p for p in (config.workdir / "sft").glob("*/summary.json")
+                             if read_json(p)["steps"] == 40))
+    collapse = next(v for v in summary["verdicts"] if v["name"] == "collapse")
+    assert collapse["level"] == "error" and summary["answers"]["heldout_greedy"]["most_common_answer"] == stock
+    assert summary["forced"][0]["verdict"] == "base quality"  # the weak base it was forced past
+    report = next((config.workdir / "sft").glob(f"*/checkpoints/step_{40:07d}")).parents[1] / "report.md"
+    assert report.read_text().startswith("# Fine-tuning report\n\n**Forced:** trained past 1 error verdict")
+    assert main(["report", "-c", str(config.path), "--force"]) == 0
+    run_report = (config.workdir / "report.md").read_text()
+    assert "## Fine-tuning" in run_report and "collapse: ERROR" in run_report
+    r = cli(monkeypatch, capsys, "check", "-c", config.path, "--skip-resume")
+    line = next(x for x in (r.stdout + r.stderr).splitlines() if "fine-tuning learned, not memorised" in x)
+    assert "ERROR" in line.upper() and "collapse" in line and "--force" in line

@@ -250,7 +250,7 @@ def test_fertility_section_and_sample_composition_are_recorded(run, tmp_path):
                                      lambda h, rows: "\n".join(" | ".join(map(str, r)) for r in [h, *rows]))
     text = "\n".join(md)
     assert "## Tokenizer" in text and "tokens/word" in text and "**warning**" in text and plot.exists()
-    assert js["info"]["tokenizer_id"] == shards["tokenizer_id"]
+    assert js["info"]["tokenizer_json_digest"] == shards["tokenizer_id"]  # named for what it is in the report
 
 
 def test_training_refuses_shards_of_another_tokenizer(run, tmp_path):

@@ -67,9 +67,11 @@ def stage_shards(cfg: Config, art: dict[str, Artifact], force: bool = False) -> 
 
 
 def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, force: bool = False,
-                resume_from: Path | None = None, stop_at: int | None = None) -> dict:
+                resume_from: Path | None = None, stop_at: int | None = None,
+                forced: list[dict] | None = None) -> dict:
     """resume_from: one checkpoint directory to resume from (implies resume): this run's, or another run's with the
-    same model, which this run then starts from. stop_at: pause after that step (train/loop.py TrainingPaused)."""
+    same model, which this run then starts from. stop_at: pause after that step (train/loop.py TrainingPaused).
+    forced: the error verdicts --force let this training past (forced_past), recorded with it."""
     from .eval.samples import default_prompts
     from .train.loop import train_model
 
@@ -91,7 +93,21 @@ def stage_train(cfg: Config, art: dict[str, Artifact], resume: bool = False, for
     if int(os.environ.get("RANK", "0")) > 0:  # under torchrun rank 0 owns the artifact directory; others only train
         a = art["train"]
         return a.manifest()["result"] if a.done and not force else work(a.dir)
-    return run_stage(cfg, art, "train", work, force, keep_partial=resume or resume_from is not None)
+    return run_stage(cfg, art, "train", lambda out: _record_forced(out, work(out), forced or []), force,
+                     keep_partial=resume or resume_from is not None)
+
+
+def _record_forced(out: Path, summary: dict, forced: list[dict]) -> dict:
+    """The training's summary with the error verdicts --force let it past, in summary.json and, returned, in the
+    stage's manifest: they travel with the run, so the report and `check` read them whenever they come. A run not
+    forced gets no key at all."""
+    if not forced:
+        return summary
+    from .ids import write_json
+
+    summary = {**summary, "forced": forced}
+    write_json(out / "summary.json", summary)
+    return summary
 
 
 def _refuse_to_discard(a: Artifact) -> None:
@@ -144,9 +160,11 @@ def stage_plan(cfg: Config, art: dict[str, Artifact], force: bool = False, probe
     for note in accepted_notes(plan["verdicts"], cfg.run.demo):
         log(f"plan: {note}")
     errors = blocking_errors(plan["verdicts"], cfg.run.demo)
+    listed = "; ".join(f"{v['name']}: {v['summary']}" for v in errors)
     if errors and not force:
-        listed = "; ".join(f"{v['name']}: {v['summary']}" for v in errors)
         raise UserError(f"the plan ends in error ({listed}); fix the config or pass --force to train anyway")
+    if errors:
+        log(f"plan: continuing despite --force: {listed}")
     return plan
 
 
@@ -293,7 +311,8 @@ def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from:
             budget_hours: float | None = None, price_per_hour: float | None = None,
             eval_device: str | None = None, remeasure: bool = False) -> dict:
     """Every stage in order, each skipped when up to date. force: continue past a plan in error, or a
-    contamination error (an eval set mostly copied in training). budget_hours / price_per_hour: see stage_plan.
+    contamination error (an eval set mostly copied in training); the training records which (forced_past), and
+    the end of the run says so. budget_hours / price_per_hour: see stage_plan.
     eval_device: evaluate during training with the eval watcher on that device (train.eval becomes external, an
     operational key: the training's ID stays)."""
     if eval_device is not None:
@@ -303,18 +322,40 @@ def run_all(cfg: Config, resume: bool = False, force: bool = False, resume_from:
                "plan": {"force": force, "budget_hours": budget_hours, "price_per_hour": price_per_hour,
                         "remeasure": remeasure},
                "train": {"resume": resume, "resume_from": resume_from}}
-    result = None
+    results: dict[str, Any] = {}
     for stage in STAGES:
+        if stage.name == "train":
+            options["train"]["forced"] = forced_past(cfg, results) if force else []
         if stage.name == "train" and eval_device is not None and not art["train"].done:
             _train_beside_watcher(cfg, art, eval_device, options["train"])
             continue
-        result = stage.run(cfg, art, **options.get(stage.name, {}))
+        results[stage.name] = stage.run(cfg, art, **options.get(stage.name, {}))
     from .eval.base_quality import judge_base  # the verdict `scratchlm sft` will apply to this base
+    from .forced import forced_line
 
+    result = results["report"]
     log(f"report: {result['report']} ({judge_base(result)['message']})")
+    forced = art["train"].manifest()["result"].get("forced")  # also when this run skipped the forced training
+    if forced:
+        log(f"train: {forced_line(forced)}")
     for line in result.get("expected_in_demo", []):
         log(f"expected in this demo: {line}")
     return result
+
+
+def forced_past(cfg: Config, results: dict[str, Any]) -> list[dict]:
+    """The error verdicts of the gates before training that --force let this run past: eval sets copied in the
+    training data (decontaminate), and the plan's errors (corpus size, epochs, batch, memory, time; less the
+    corpus-size error a demo trains through anyway, which is no forcing)."""
+    from .decontaminate.stage import contamination_errors
+    from .plan.demo import blocking_errors
+    from .forced import forced_record
+
+    plan = results.get("plan")
+    if plan is None:  # the training is already done (stage_plan plans none): nothing goes into it
+        return []
+    return forced_record({"decontaminate": contamination_errors(results["decontaminate"]),
+                          "plan": blocking_errors(plan["verdicts"], cfg.run.demo)})
 
 
 def _train_beside_watcher(cfg: Config, art: dict[str, Artifact], eval_device: str, options: dict) -> None:

@@ -8,7 +8,16 @@ from typing import Iterator
 from .errors import UserError
 
 
-def numbered_json_lines(path: Path, what: str) -> Iterator[tuple[str, object]]:
+class Where(str):
+    """"<path> line <n>", as messages name a line, with the line number kept for records that cite it."""
+
+    def __new__(cls, path: Path, line: int) -> "Where":
+        where = super().__new__(cls, f"{path} line {line}")
+        where.line = line
+        return where
+
+
+def numbered_json_lines(path: Path, what: str) -> Iterator[tuple[Where, object]]:
     """Yield ("<path> line <n>", parsed object) for every non-blank line."""
     path = Path(path)
     if not path.is_file():
@@ -17,6 +26,6 @@ def numbered_json_lines(path: Path, what: str) -> Iterator[tuple[str, object]]:
         if not line.strip():
             continue
         try:
-            yield f"{path} line {n}", json.loads(line)
+            yield Where(path, n), json.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"{path} line {n}: invalid JSON ({e.msg})") from None

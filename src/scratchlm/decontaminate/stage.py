@@ -52,9 +52,9 @@ def eval_set_inputs(cfg: Config, cache: DigestCache) -> list[dict]:
     return inputs
 
 
-def load_eval_sets(cfg: Config, data_dir: Path) -> tuple[list[tuple[str, str, str]], dict[str, dict]]:
+def load_eval_sets(cfg: Config, data_dir: Path | None) -> tuple[list[tuple[str, str, str]], dict[str, dict]]:
     """Items of every eval set the stage protects as (set name, item id, text), and a record per set for
-    eval_sets.json."""
+    eval_sets.json. data_dir None: the user's sets only (no validation split to read)."""
     items: list[tuple[str, str, str]] = []
     records: dict[str, dict] = {}
     for s in cfg.eval.sets:
@@ -63,7 +63,7 @@ def load_eval_sets(cfg: Config, data_dir: Path) -> tuple[list[tuple[str, str, st
         items += mine
         records[s.name] = {"kind": "user", "path": str(path), "domain": s.domain, "fields": s.fields,
                            "items": len(mine), "id": _items_id(mine)}
-    if cfg.decontaminate.guard_validation:
+    if cfg.decontaminate.guard_validation and data_dir is not None:
         for path in sorted((data_dir / "val").glob("*.jsonl")):
             name = VALIDATION_PREFIX + path.stem
             mine = [(name, doc["id"], doc["text"]) for doc in read_jsonl(path)]
@@ -128,10 +128,17 @@ def _own_piece(doc: dict, match: Match) -> bool:
     return match.eval_set.startswith(VALIDATION_PREFIX) and match.item_id == doc.get(HELD_OUT_PIECE)
 
 
+def contamination_errors(result: dict) -> list[dict]:
+    """The eval sets that are mostly a copy of the training data, as error verdicts (name, level, summary): what
+    stops the pipeline, and what a run forced past it records (stages.forced_past)."""
+    return [{"name": "contamination", "level": "error", "summary": r["message"].removeprefix("ERROR: ")}
+            for r in result["eval_sets"].values() if r["verdict"] == "error"]
+
+
 def check_verdict(result: dict, allow_contaminated: bool) -> None:
     """Stop the pipeline when an eval set is mostly a copy of the training data: its scores would mean nothing.
     allow_contaminated (--force) goes on, saying so."""
-    bad = [r["message"].removeprefix("ERROR: ") for r in result["eval_sets"].values() if r["verdict"] == "error"]
+    bad = [e["summary"] for e in contamination_errors(result)]
     if bad and not allow_contaminated:
         raise UserError(f"decontaminate: {bad[0]} (report: {result['report']}; "
                         f"pass --force to continue anyway)")

@@ -8,7 +8,18 @@ import tomllib
 from ..config import Config
 from ..ids import read_json
 from ..pipeline import Artifact
+from ..forced import forced_line
 from .verdicts import NOT_AVAILABLE, Verdict, worst
+
+
+def forced_verdict(art: dict[str, Artifact]) -> Verdict | None:
+    """An error line when this config's training went past error verdicts with --force (recorded in its manifest,
+    stages.forced_past), naming them; None for a training not forced, or none yet: nothing to show."""
+    train = art["train"]
+    forced = train.manifest()["result"].get("forced") if train.done else None
+    if not forced:
+        return None
+    return Verdict("training not forced past an error", "error", forced_line(forced), {"forced": forced})
 
 
 def _dedup_verdict(art: dict[str, Artifact]) -> Verdict:
@@ -158,6 +169,9 @@ def run_checklist(cfg: Config, art: dict[str, Artifact], plan: dict, resume: Ver
     by_name = {v["name"]: v for v in plan["verdicts"]}
     t = cfg.train
     out: list[Verdict] = []
+    forced = forced_verdict(art)
+    if forced:  # first: the trained run already went past errors the lines below may show
+        out.append(forced)
 
     c = by_name["corpus"]
     out.append(Verdict("corpus size in tokens, not bytes", c["level"], c["summary"], c["evidence"]))
@@ -215,6 +229,9 @@ def run_checklist(cfg: Config, art: dict[str, Artifact], plan: dict, resume: Ver
                        + ("" if level == "ok" else ": a crash loses the whole run or leaves no fallback checkpoint"),
                        {"checkpoint_every": t.checkpoint_every, "keep_last": t.keep_last, "max_steps": t.max_steps}))
     out.append(_sandbox_verdict(cfg))
+    from ..sft.report import check_item  # the latest fine-tuning's verdicts, when there is one
+
+    out.append(Verdict(*check_item(cfg.workdir)))
     out.append(Verdict("gradient clipping on", "ok" if t.grad_clip > 0 else "warning",
                        f"grad_clip = {t.grad_clip}" + ("" if t.grad_clip > 0 else
                                                        ": one bad batch can blow up the weights"), {}))

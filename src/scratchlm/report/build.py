@@ -9,7 +9,8 @@ from ..monitor.monitor import read_rows
 from ..monitor.report import monitoring_section
 from ..monitor.watch_rows import in_step_order
 from .data_section import data_section
-from ..tokenizer.report_section import tokenizer_section
+from ..forced import forced_line
+from ..tokenizer.report_section import name_the_digest, tokenizer_section
 
 
 def _metrics(train_dir: Path) -> list[dict]:
@@ -62,6 +63,13 @@ def _mfu_text(row: dict) -> str:
     return f", MFU {row['mfu_datasheet']:.1%} of the GPU's dense datasheet peak ({measured})"
 
 
+def forced_lines(train_summary: dict) -> list[str]:
+    """The report's first lines when the training went past error verdicts with --force (stages.forced_past):
+    which, their figures, and that it was forced. A run not forced has none."""
+    forced = train_summary.get("forced")
+    return [f"**Forced:** {forced_line(forced)}.", ""] if forced else []
+
+
 def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out: Path, demo: bool = False) -> dict:
     data = read_json(dirs["data"] / "stats.json")
     shards = read_json(dirs["shards"] / "shards.json")
@@ -73,7 +81,8 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md = ["# scratchlm run report", ""]
     md += ["Artifacts (content-derived IDs): " + ", ".join(f"{k} `{v}`" for k, v in ids.items()), ""]
     md += data_section(data, shards, train_summary.get("n_params"), _table, data_dir=dirs["data"])
-    tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table)
+    tokenizer_md, tokenizer_json, tokenizer_plot = tokenizer_section(dirs["tokenizer"], shards, out, _table,
+                                                                      ids.get("tokenizer"))
     md += ["", *tokenizer_md]
     from ..plan.budget import plan_path
 
@@ -115,15 +124,20 @@ def build_report(workdir: Path, dirs: dict[str, Path], ids: dict[str, str], out:
     md += ["## Samples", ""]
     for s in evaluation["samples"]:
         md += [f"**Prompt:** `{s['prompt']}`", "", "```", s["prompt"] + s["completion"], "```", ""]
+    from ..sft.report import run_report_section as sft_section  # the latest `scratchlm sft` of this workdir
+
+    md += sft_section(workdir)
     md += monitoring_section(dirs["train"], out)  # detector verdicts, dashboard.html, plots/
-    report = {"ids": ids, "data": data, "shards": shards, "train": train_summary, "eval": evaluation, "plan": plan}
+    report = {"ids": ids, "data": data, "shards": name_the_digest(shards), "train": train_summary,
+              "eval": evaluation, "plan": plan}
     report.update(decontaminate, timings=timings, tokenizer=tokenizer_json)
-    expected = []
-    if demo:  # one note on what a 10-minute CPU demo cannot avoid, after the title
+    expected, header = [], forced_lines(train_summary)  # after the title: what was forced, first
+    if demo:  # one note on what a 10-minute CPU demo cannot avoid
         from ..plan import demo as demo_note
 
         expected = demo_note.note_lines(report)
-        md[2:2] = demo_note.report_section(report)
+        header += demo_note.report_section(report)
+    md[2:2] = header
     (out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     write_json(out / "report.json", report)
     for name in ("report.md", "report.json", "dashboard.html") + tuple(p.name for p in (plot, tokenizer_plot) if p):

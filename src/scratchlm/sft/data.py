@@ -43,15 +43,19 @@ def _messages(item, where: str) -> list[dict]:
     return msgs
 
 
-def read_conversations(path: Path) -> list[list[dict]]:
-    out = [_messages(item, where) for where, item in numbered_json_lines(path, "SFT data file")]
+def read_conversations(path: Path) -> tuple[list[list[dict]], list[int]]:
+    """The conversations and the line each one is on (1-based), for messages that name a pair."""
+    out, lines = [], []
+    for where, item in numbered_json_lines(path, "SFT data file"):
+        out.append(_messages(item, where))
+        lines.append(where.line)
     if not out:
         raise UserError(f"SFT data file {path} holds no conversations")
-    return out
+    return out, lines
 
 
 def pack_rows(examples: list[tuple[list[int], list[int]]], row_len: int, pad_id: int,
-              pack: bool = True) -> tuple[torch.Tensor, torch.Tensor, int]:
+              pack: bool = True, what: str = "conversation") -> tuple[torch.Tensor, torch.Tensor, int]:
     """Rows of `row_len` tokens and their masks; returns (ids, mask, dropped).
 
     Packing puts conversations one after another in a row until the next would not fit; one is never split,
@@ -70,7 +74,7 @@ def pack_rows(examples: list[tuple[list[int], list[int]]], row_len: int, pad_id:
         else:
             rows.append((list(ids), list(mask)))
     if not rows:
-        raise UserError(f"every conversation is longer than the model's context ({row_len} tokens)")
+        raise UserError(f"every {what} is longer than the model's context ({row_len} tokens)")
     ids_t = torch.full((len(rows), row_len), pad_id, dtype=torch.long)
     mask_t = torch.zeros((len(rows), row_len), dtype=torch.long)
     for i, (ids, mask) in enumerate(rows):

@@ -1,8 +1,11 @@
 """`scratchlm sft -c F --data pairs.jsonl`: supervised fine-tuning of an evaluated base checkpoint.
 
 Refuses an unevaluated base, or one barely better than the unigram baseline (unless --force; base_check.py).
-Runs the template-leak check first and records its verdict.
-Output: `<workdir>/sft/<id>/checkpoints/step_*` (loadable like any checkpoint), metrics.jsonl, summary.json.
+Runs the template-leak check first, and scans the conversations against the evaluation data (overlap.py).
+Holds conversations out (split.py), measures their loss before fine-tuning and every sft.eval_every steps, and
+after the last step has the model answer held-out and training prompts (answers.py); verdicts.py judges it all.
+Output: `<workdir>/sft/<id>/checkpoints/step_*` (loadable like any checkpoint), metrics.jsonl, summary.json,
+report.md and loss.png.
 """
 from __future__ import annotations
 
@@ -22,9 +25,15 @@ from ..progress import bar, log
 from ..tokenizer.bpe import PAD
 from ..train.checkpoint import save_checkpoint
 from ..train.schedule import lr_factor
+from .answers import evaluate_answers
 from .base_check import check_base
-from .data import encode_conversations, pack_rows, read_conversations
+from .data import encode_conversations, pack_rows
+from .heldout_loss import heldout_loss
 from .leak import describe, scan_for_markers
+from .overlap import scan_sft_overlap
+from .report import log_verdicts, write_sft_report
+from .split import split_conversations
+from .verdicts import epochs_verdict, sft_verdicts
 
 
 def sft_learning_rate(cfg: Config) -> float:
@@ -40,22 +49,34 @@ def run_sft(cfg: Config, art: dict[str, Artifact], data_path: Path, checkpoint: 
     if art["tokenizer"].done:
         check_same_tokenizer(checkpoint, art["tokenizer"].dir / "tokenizer.json")
     evaluation = find_evaluation(checkpoint, art["eval"].dir / "eval.json")
-    base_quality = check_base(checkpoint, evaluation, force)
-    leak = scan_for_markers(require(art, "data").dir)
+    base_quality, forced = check_base(checkpoint, evaluation, force)
+    data_dir = require(art, "data").dir
+    leak = scan_for_markers(data_dir)
     log(describe(leak))
+    split = split_conversations(cfg, Path(data_path))
+    overlap = scan_sft_overlap(cfg, data_dir, split.train, split.heldout, train_lines=split.train_lines,
+                               heldout_lines=split.heldout_lines)
+    log(f"sft: overlap with the evaluation data: {overlap['verdict']['message']}")
 
     device = pick_device(cfg.train.device)
     precision = pick_precision(cfg.train.precision, device)
     model, tokenizer, meta = load_model(checkpoint, device)
-    conversations = read_conversations(data_path)
-    ids, mask, dropped = pack_rows(encode_conversations(tokenizer, conversations), model.cfg.seq_len + 1,
-                                   tokenizer.token_to_id(PAD), s.pack)
-    run_id = content_id("sft", checkpoint_id(checkpoint), file_digest(Path(data_path)), cfg.section("sft"))
+    row_len, pad = model.cfg.seq_len + 1, tokenizer.token_to_id(PAD)
+    ids, mask, dropped = pack_rows(encode_conversations(tokenizer, split.train), row_len, pad, s.pack)
+    held = (pack_rows(encode_conversations(tokenizer, split.heldout), row_len, pad, s.pack,
+                      what=f"held-out conversation ({split.how})") if split.heldout else None)
+    run_id = content_id("sft", checkpoint_id(checkpoint), file_digest(Path(data_path)),
+                        file_digest(split.given) if split.given else None,
+                        cfg.section("sft"))
     out = cfg.workdir / "sft" / run_id
     out.mkdir(parents=True, exist_ok=True)
     lr = sft_learning_rate(cfg)
-    log(f"sft: {len(conversations)} conversations ({dropped} longer than the context, dropped) in {len(ids)} rows, "
-        f"{int(mask.sum()):,} trained tokens, lr {lr:g}, {s.max_steps} steps -> {out}")
+    epochs = s.max_steps * s.batch_size / len(ids)
+    log(f"sft: {len(split.train)} conversations ({dropped} longer than the context, dropped) in {len(ids)} rows, "
+        f"{int(mask.sum()):,} trained tokens; held out: {split.how}"
+        + (f" ({held[2]} longer than the context, dropped)" if held and held[2] else "")
+        + f"; lr {lr:g}, {s.max_steps} steps -> {out}")
+    log_verdicts([epochs_verdict(epochs, s.max_epochs)])  # known before the first step: say it now
 
     torch.manual_seed(s.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=s.weight_decay, betas=(0.9, 0.95))
@@ -63,8 +84,23 @@ def run_sft(cfg: Config, art: dict[str, Artifact], data_path: Path, checkpoint: 
     order = torch.randperm(len(ids), generator=rng)
     cursor = 0
     model.train()
-    losses = []
+    losses: list[float] = []
+    points: list[dict] = []
+
+    def evaluate(step: int, metrics) -> None:
+        """The held-out loss now, beside the mean training loss since the last evaluation."""
+        if held is None:
+            return
+        since = losses[points[-1]["step"]:] if points else []
+        point = {"step": step, "heldout_loss": heldout_loss(model, held[0], held[1], device, precision),
+                 "train_loss": sum(since) / len(since) if since else None}
+        points.append(point)
+        metrics.write(json.dumps(point) + "\n")
+        log(f"sft: step {step}: held-out loss {point['heldout_loss']:.4f}"
+            + (f", training loss {point['train_loss']:.4f}" if point["train_loss"] is not None else ""))
+
     with open(out / "metrics.jsonl", "w", encoding="utf-8") as metrics:
+        evaluate(0, metrics)  # the base's own held-out loss: what fine-tuning is measured against
         for step in bar(range(s.max_steps), desc="sft", unit="step"):
             if cursor + s.batch_size > len(order):
                 order, cursor = torch.randperm(len(ids), generator=rng), 0
@@ -83,19 +119,36 @@ def run_sft(cfg: Config, art: dict[str, Artifact], data_path: Path, checkpoint: 
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.detach()))
             metrics.write(json.dumps({"step": step + 1, "loss": losses[-1], "lr": lr * factor}) + "\n")
+            if (step + 1) % s.eval_every == 0 or step + 1 == s.max_steps:
+                evaluate(step + 1, metrics)
+    model.eval()
+    answers = None
+    if s.answers and split.heldout:
+        count = min(s.answers, len(split.heldout))
+        with bar(total=count * 2 + min(count, len(split.train)), desc="sft answers", unit="answer") as progress:
+            answers = evaluate_answers(model, tokenizer, split.heldout, split.train, count, s.answer_max_new_tokens,
+                                       s.seed, progress)
+    verdicts = sft_verdicts(epochs, s.max_epochs, points, answers)
+    log_verdicts(verdicts)
+
     sft_meta = {**meta, "base_checkpoint": str(checkpoint), "base_checkpoint_id": checkpoint_id(checkpoint),
                 "base_evaluation": str(evaluation) if evaluation else None,
                 "sft": {"config": cfg.section("sft"), "data": str(data_path), "learning_rate": lr,
-                        "conversations": len(conversations), "dropped_too_long": dropped, "leak": leak["found"]}}
+                        "conversations": len(split.train), "heldout": split.how, "dropped_too_long": dropped,
+                        "leak": leak["found"], **({"forced": forced} if forced else {})}}
     (out / "tokenizer.json").write_bytes((checkpoint / "tokenizer.json").read_bytes())
     final = save_checkpoint(out / "checkpoints", s.max_steps, model, optimizer, {}, sft_meta, keep_last=1,
                             files=(out / "tokenizer.json",))
     summary = {"checkpoint": str(final), "base_checkpoint": str(checkpoint), "steps": s.max_steps,
-               "learning_rate": lr, "conversations": len(conversations), "rows": len(ids),
-               "dropped_too_long": dropped, "trained_tokens": int(mask.sum()),
-               "first_loss": losses[0], "last_loss": sum(losses[-5:]) / len(losses[-5:]), "leak_check": leak,
-               "base_evaluated": evaluation is not None, "base_quality": base_quality,
-               "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+               "learning_rate": lr, "conversations": len(split.train), "rows": len(ids),
+               "heldout": {"how": split.how, "conversations": len(split.heldout),
+                           "dropped_too_long": held[2] if held else 0},
+               "epochs": epochs, "dropped_too_long": dropped, "trained_tokens": int(mask.sum()),
+               "first_loss": losses[0], "last_loss": sum(losses[-5:]) / len(losses[-5:]),
+               "heldout_loss": points, "answers": answers, "verdicts": verdicts, "overlap": overlap,
+               "leak_check": leak, "base_evaluated": evaluation is not None, "base_quality": base_quality,
+               "created": time.strftime("%Y-%m-%dT%H:%M:%S"), **({"forced": forced} if forced else {})}
     write_json(out / "summary.json", summary)
-    log(f"sft: loss {summary['first_loss']:.3f} -> {summary['last_loss']:.3f}; checkpoint {final}")
+    report = write_sft_report(out, summary, [{"step": i + 1, "loss": v} for i, v in enumerate(losses)])
+    log(f"sft: loss {summary['first_loss']:.3f} -> {summary['last_loss']:.3f}; checkpoint {final}; report {report}")
     return summary

@@ -43,9 +43,27 @@ def plot_fertility(fertility: dict, of_use: list[str], out: Path) -> Path | None
     return path
 
 
-def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path,
-                      table: Callable[[list[str], list[list]], str]) -> tuple[list[str], dict, Path | None]:
-    """Markdown lines, the JSON for report.json, and the plot (or None). `table` is the report's table writer."""
+DIGEST_KEY = "tokenizer_json_digest"
+
+
+def name_the_digest(record: dict) -> dict:
+    """A copy of a stage's record (tokenizer_info.json, fertility.json, shards.json) for the report, its
+    `tokenizer_id` named for what it is: the digest of tokenizer.json's content, which the shards check their
+    tokenizer against (shards.check_tokenizer_matches). It is no artifact's ID: shown as one, beside the tokenizer
+    artifact's own, it was read as the tokenizer's."""
+    if "tokenizer_id" not in record:
+        return record
+    renamed = {k: v for k, v in record.items() if k != "tokenizer_id"}
+    renamed[DIGEST_KEY] = record["tokenizer_id"]
+    return renamed
+
+
+def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path, table: Callable[[list[str], list[list]], str],
+                      artifact_id: str | None = None) -> tuple[list[str], dict, Path | None]:
+    """Markdown lines, the JSON for report.json, and the plot (or None). `table` is the report's table writer.
+    artifact_id: the tokenizer artifact's ID, the one the report's other lines name; by default its directory's
+    name, which the pipeline gives it (<workdir>/tokenizer/<id>/)."""
+    artifact_id = artifact_id or tokenizer_dir.name
     if not (tokenizer_dir / "fertility.json").exists():  # a tokenizer trained before fertility was measured
         return ["## Tokenizer", "", "No fertility report for this tokenizer: retrain it with "
                                     "`scratchlm tokenizer train --force`.", ""], {}, None
@@ -57,7 +75,7 @@ def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path,
     plot = plot_fertility(fertility, of_use, out) if fertility["overall"]["docs"] else None
 
     md = ["## Tokenizer", ""]
-    md.append(f"Byte-level BPE, {info['vocab_size']:,} tokens (id `{info['tokenizer_id']}`), trained on a stratified "
+    md.append(f"Byte-level BPE, {info['vocab_size']:,} tokens (artifact `{artifact_id}`), trained on a stratified "
               f"sample of {sample['chars']:,} characters from {sample['docs']:,} training documents (budget "
               f"{sample['budget_chars']:,}, at most {sample['max_doc_chars']:,} per document). Fertility is measured "
               f"on the validation split, which the sample never contains"
@@ -109,5 +127,5 @@ def tokenizer_section(tokenizer_dir: Path, shards: dict, out: Path,
     if plot:
         md += ["", f"![tokenizer fertility]({plot.name})"]
     md.append("")
-    return md, {"info": info, "fertility": fertility}, plot
+    return md, {"info": name_the_digest(info), "fertility": name_the_digest(fertility)}, plot
 
