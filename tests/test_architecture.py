@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "scratchlm"
 LAYERS = (
     # shared helpers that know nothing of the pipeline
     ("base", ("errors", "ids", "md", "progress", "disk", "pool", "rating", "userjsonl", "workdir_lock", "atomic",
-              "toml_text", "gpu_peaks", "sampling", "forced")),
+              "toml_text", "gpu_peaks", "sampling", "forced", "levels")),
     ("config", ("config", "presets", "executor")),  # the typed config, the model presets it expands, where tasks run
     ("pipeline", ("pipeline", "artifact_files")),  # artifacts: IDs, skipping, manifests; no stage knowledge
     ("data", ("data",)),

@@ -211,7 +211,7 @@ def run_checklist(cfg: Config, art: dict[str, Artifact], plan: dict, resume: Ver
     out.append(_fertility_verdict(art))
 
     fit = [by_name[n] for n in ("memory", "time") if n in by_name]
-    level = max((v["level"] for v in fit), key=("ok", "warning", "error").index)
+    level = worst(v["level"] for v in fit)
     out.append(Verdict("plan fits, restart included", level, "; ".join(f"{v['name']}: {v['summary']}" for v in fit),
                        {v["name"]: v["evidence"] for v in fit}))
     ctx = by_name["context"]

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-LEVELS = ("ok", "warning", "error")
-NOT_AVAILABLE = "not available"  # for checks whose stage is not built: never reported as ok
+from ..levels import LEVELS, NOT_AVAILABLE, worst  # noqa: F401 (imported from here by the plan's modules)
 MAX_EPOCHS = 16  # past ~16 passes over the same tokens, more passes stop helping (Muennighoff et al. 2023)
 MEMORY_HEADROOM = 0.9  # drivers report a little less than the nominal memory; fragmentation takes some more
 
@@ -18,11 +17,6 @@ class Verdict:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def worst(levels) -> str:
-    levels = [lv for lv in levels if lv in LEVELS]
-    return max(levels, key=LEVELS.index) if levels else "ok"
 
 
 def corpus_verdict(corpus: dict, arithmetic: dict) -> Verdict:

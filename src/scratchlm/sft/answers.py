@@ -10,21 +10,13 @@ cap. The verdicts read these (verdicts.py).
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections import Counter
 
+from ..data.dedup.words import normalize_for_hash as normalize  # NFKC, lower case, no punctuation, one space
 from ..model.generate import generate
 from ..sampling import CHAT
 from ..tokenizer.bpe import END, stop_ids
 from .template import chat_ids
-
-
-def normalize(text: str) -> str:
-    """Lower case, punctuation and symbols to spaces, spacing collapsed: what exact match and F1 compare."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(" " if unicodedata.category(c)[0] in "PSZC" else c for c in text)
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def word_f1(answer: str, reference: str) -> float:

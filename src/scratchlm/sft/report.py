@@ -6,10 +6,11 @@ from pathlib import Path
 
 from ..forced import forced_line
 from ..ids import read_json
+from ..levels import LEVELS, NOT_AVAILABLE, worst
 from ..md import cell
 from ..progress import log
 
-MARKS = {"ok": "ok", "warning": "WARNING", "error": "ERROR", "not available": "not available"}
+MARKS = {"ok": "ok", "warning": "WARNING", "error": "ERROR", NOT_AVAILABLE: NOT_AVAILABLE}
 
 
 def verdict_line(v: dict) -> str:
@@ -31,8 +32,9 @@ def latest_summary(workdir: Path) -> tuple[Path, dict] | None:
 
 
 def worst_level(verdicts: list[dict]) -> str:
-    levels = [v["level"] for v in verdicts if v["level"] in ("ok", "warning", "error")]
-    return max(levels, key=("ok", "warning", "error").index) if levels else "not available"
+    """The worst judged level; NOT_AVAILABLE when none was judged (never "ok")."""
+    levels = [v["level"] for v in verdicts]
+    return worst(levels) if any(lv in LEVELS for lv in levels) else NOT_AVAILABLE
 
 
 def _answers_table(answers: dict) -> list[str]:
@@ -121,11 +123,11 @@ def check_item(workdir: Path) -> tuple[str, str, str, dict]:
     name = "fine-tuning learned, not memorised"
     found = latest_summary(workdir)
     if found is None:
-        return name, "not available", "no fine-tuning run in this workdir (`scratchlm sft`)", {}
+        return name, NOT_AVAILABLE, "no fine-tuning run in this workdir (`scratchlm sft`)", {}
     directory, summary = found
     verdicts = summary.get("verdicts") or []
     if not verdicts:
-        return name, "not available", f"{directory} was fine-tuned before SFT was judged; run `scratchlm sft` again", {}
+        return name, NOT_AVAILABLE, f"{directory} was fine-tuned before SFT was judged; run `scratchlm sft` again", {}
     shown = [v for v in verdicts if v["level"] in ("warning", "error")] or verdicts
     overlap = summary.get("overlap", {}).get("verdict")
     level = worst_level(verdicts + ([overlap] if overlap else []))

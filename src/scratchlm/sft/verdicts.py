@@ -5,6 +5,8 @@ report.md, the run report and `scratchlm check` (sft/report.py renders them; not
 """
 from __future__ import annotations
 
+from ..levels import NOT_AVAILABLE
+
 # Collapse: more than half of the held-out prompts get the same answer (and more of them than share one
 # reference: "yes" may rightly answer most of a yes/no set), or the answers are less than half as varied as the
 # references (a model that found one answer per topic). Either way it does not answer the question.
@@ -39,7 +41,7 @@ def heldout_loss_verdict(points: list[dict]) -> dict:
     """points: {"step", "heldout_loss", "train_loss"} per evaluation, the first before any update."""
     ev = {"evaluations": points}
     if len(points) < 2:
-        return _verdict("held-out loss", "not available", "no held-out conversations (sft.heldout_share = 0 and "
+        return _verdict("held-out loss", NOT_AVAILABLE, "no held-out conversations (sft.heldout_share = 0 and "
                         "no sft.heldout): whether fine-tuning generalizes is not measured", ev)
     low = min(points, key=lambda p: p["heldout_loss"])
     last = points[-1]
@@ -58,7 +60,7 @@ def heldout_loss_verdict(points: list[dict]) -> dict:
 def collapse_verdict(scores: dict | None) -> dict:
     """scores: answers.score() of the held-out prompts, greedy."""
     if not scores or scores["answers"] < MIN_ANSWERS:
-        return _verdict("collapse", "not available", f"{scores['answers'] if scores else 'no'} held-out answers, "
+        return _verdict("collapse", NOT_AVAILABLE, f"{scores['answers'] if scores else 'no'} held-out answers, "
                         f"fewer than {MIN_ANSWERS} (sft.answers, sft.heldout_share or sft.heldout)", {})
     ev = {k: scores[k] for k in ("answers", "distinct_share", "reference_distinct_share", "most_common_share",
                                  "reference_most_common_share", "most_common_answer")}
@@ -77,7 +79,7 @@ def collapse_verdict(scores: dict | None) -> dict:
 def memorisation_verdict(heldout: dict | None, train: dict | None) -> dict:
     """Greedy word-F1 on training prompts against held-out prompts."""
     if not heldout or not train or min(heldout["answers"], train["answers"]) < MIN_ANSWERS:
-        return _verdict("memorisation", "not available", f"needs answers to at least {MIN_ANSWERS} held-out and "
+        return _verdict("memorisation", NOT_AVAILABLE, f"needs answers to at least {MIN_ANSWERS} held-out and "
                         "as many training prompts", {})
     gap = train["word_f1"] - heldout["word_f1"]
     ev = {"train_word_f1": train["word_f1"], "heldout_word_f1": heldout["word_f1"], "gap": gap,
