@@ -15,6 +15,7 @@ parse() is a handful of regular expressions per line; it needs no model and no c
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from dataclasses import dataclass
 
@@ -47,8 +48,16 @@ _IDENTIFIER = re.compile(r"^(?=\S*(?:[._/:]\w|\w\())[\w$@~./:-]+(\([^)]*\))?[;,]
 _MAN_REF = re.compile(r"^[\w.:+-]+\(\d\w*\)[,.;]?$")
 # Not a word of prose: a path, an option, an identifier, markup ("/etc/fstab", "--force", "os.path", "a_b", "`x`").
 NOT_A_WORD = re.compile(r"[/\\_=<>{}\[\]|`@$#~]|^[-+]|::|\(\)|\w\.\w")
-_CODE_CHARS = frozenset("{}[]()<>=;$|&*\\/_@%^~#`")
+# Counted on a line's UTF-8 bytes (_ascii_count): code punctuation, and with digits and "-+.,:" what fills
+# command output and tables of numbers.
+_CODE_CHARS = b"{}[]()<>=;$|&*\\/_@%^~#`"
+_DATA_CHARS = _CODE_CHARS + b"-+.,:0123456789"
+_UPPER_BYTES, _LOWER_BYTES = string.ascii_uppercase.encode(), string.ascii_lowercase.encode()
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _LETTER = re.compile(r"[^\W\d_]")
+_LETTERS = re.compile(r"[^\W\d_]+")  # runs of letters: counted a word at a time
+# Ends an element: after it, a line that starts like an option or a list item is one.
+_ENDS_ELEMENT = SENTENCE_END + (":",)
 _NAV_MARKS = re.compile(r" [|>/] |[•»›]")  # "Prev | Up | Next" left of a man page's body is chrome, not a title
 
 
@@ -60,18 +69,71 @@ class Line:
     unit: int  # lines of one unit wrap one paragraph (or are one structural line); -1 for blank lines
 
 
-def _is_all_caps_heading(s: str) -> bool:
+@dataclass(slots=True)
+class _Shape:
+    """What the rules read of one line, worked out once: parse reads each line for itself and again as the line
+    above or below its neighbours (a heading or an option starts a new element under it, a table row has a column
+    where the row above or below has one)."""
+    text: str
+    stripped: str
+    indent: int
+    words: int
+    column_starts: frozenset[int]  # where a column starts after a wide gap ("ISO 8859-2    Latin-2")
+    underline: bool  # "=====": the line above it is a title
+    option_like: bool  # "-v, --verbose", "Storage=": an option or a configuration key
+    caps_heading: bool  # "DESCRIPTION", "SEE ALSO"
+
+
+_NO_COLUMNS: frozenset[int] = frozenset()
+_NO_LINE = _Shape("", "", 0, 0, _NO_COLUMNS, False, False, False)  # above the first line and below the last
+
+
+def _shape(line: str) -> _Shape:
+    s = line.strip()
+    if not s:
+        return _Shape(line, s, len(line), 0, _NO_COLUMNS, False, False, False)
+    tokens = s.split()
+    # A column gap is three blanks or a tab: a line whose words are one space apart has none, and most lines are
+    # told that way without the regular expression's scan.
+    columns = _NO_COLUMNS if " ".join(tokens) == s else frozenset(m.end() for m in _COLUMN_GAP.finditer(line))
+    # An option starts with "-" or "+", a key holds a "=": most lines are told without the patterns.
+    option_like = bool(s[0] in "-+" and _OPTION.match(line) or "=" in s and _CONFIG_KEY.match(line))
+    return _Shape(line, s, indent_of(line), len(tokens), columns, bool(UNDERLINE.match(line)), option_like,
+                  _is_all_caps_heading(s, len(tokens), len(columns)))
+
+
+def _is_all_caps_heading(s: str, words: int, column_gaps: int) -> bool:
+    """A title in capitals ("SEE ALSO", "ÉTAT"): 8 words at most, not ending like a sentence or a list item, at
+    least 3 letters, 90% of them cased and 90% of those upper case. `s` is a stripped line; its words and column
+    gaps the caller has counted. Two gaps or more make a table row ("200   128   80   ─   ЛИНИЯ")."""
+    if words > 8 or column_gaps >= 2 or s.endswith((".", ",", ";")):  # most lines end here
+        return False
+    small = _ascii_count(s, _LOWER_BYTES)
+    if 10 * small > len(s):  # a title has 9 capitals to each small letter: most short lines of code end here
+        return False
+    if s.isascii():  # the ASCII letters are A-Z and a-z, and every one is cased
+        upper = _ascii_count(s, _UPPER_BYTES)
+        return upper + small >= 3 and upper >= 0.9 * (upper + small)
     letters = _LETTER.findall(s)
-    cased = [c for c in letters if c.lower() != c.upper()]
-    return (len(letters) >= 3 and len(cased) >= 0.9 * len(letters) and cased
-            and sum(c.isupper() for c in cased) >= 0.9 * len(cased)
-            and len(s.split()) <= 8 and not s.rstrip().endswith((".", ",", ";"))
-            and len(_COLUMN_GAP.findall(s)) < 2)  # "200   128   80   ─   ЛИНИЯ" is a table row
+    cased = [c for c in letters if c.lower() != c.upper()]  # "ª" and CJK are letters without case
+    return (len(letters) >= 3 and len(cased) >= 0.9 * len(letters)
+            and sum(c.isupper() for c in cased) >= 0.9 * len(cased))
+
+
+def _ascii_count(s: str, chars: bytes) -> int:
+    """How many of s's characters are among the ASCII `chars`: counted on the UTF-8 bytes, where translate deletes
+    them in C, and no byte of a longer character is ASCII ("surrogatepass" encodes even a lone surrogate)."""
+    b = s.encode("utf-8", "surrogatepass")
+    return len(b) - len(b.translate(None, chars))
+
+
+def _visible(s: str) -> int:
+    """Characters that are not white space."""
+    return len("".join(s.split()))
 
 
 def _code_share(s: str) -> float:
-    chars = [c for c in s if not c.isspace()]
-    return sum(c in _CODE_CHARS for c in chars) / max(len(chars), 1)
+    return _ascii_count(s, _CODE_CHARS) / max(_visible(s), 1)
 
 
 _TRAILING_COMMENT = re.compile(r"\s*/\*.*\*/$")
@@ -89,79 +151,80 @@ def _is_statement(s: str) -> bool:
 
 def _is_ref_list(s: str) -> bool:
     """A SEE ALSO line: "chcpu(1), chrt(1), lscpu(1), ps(1),"."""
+    most_refs = s.count("(")  # each reference holds one: most lines are told without splitting them
+    if not most_refs:
+        return False
     tokens = s.split()
-    return len(tokens) >= 2 and sum(bool(_MAN_REF.match(t)) for t in tokens) >= 0.6 * len(tokens)
+    return len(tokens) >= 2 and most_refs >= 0.6 * len(tokens) \
+        and sum(bool(_MAN_REF.match(t)) for t in tokens) >= 0.6 * len(tokens)
 
 
 def _data_share(s: str) -> float:
     """Digits and symbols among the visible characters: high in command output and tables of numbers
     ("-rw-r--r-- 1 root root 17 Oct 16 21:42 foo"), under 0.15 in sentences that mention versions."""
-    chars = [c for c in s if not c.isspace()]
-    return sum(c.isdigit() or c in _CODE_CHARS or c in "-+.,:" for c in chars) / max(len(chars), 1)
+    other_digits = 0 if s.isascii() else sum(map(str.isdigit, _NON_ASCII.findall(s)))  # "²", "١"
+    return (_ascii_count(s, _DATA_CHARS) + other_digits) / max(_visible(s), 1)
 
 
 def indent_of(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _reads_as_prose(block: list[str]) -> bool:
-    words = [len(line.split()) for line in block]
-    text = " ".join(block)
-    letters = len(_LETTER.findall(text)) / max(len(text.replace(" ", "")), 1)
-    return sum(words) / max(len(words), 1) >= 5 and letters >= 0.75
+def _reads_as_prose(block: list[_Shape]) -> bool:
+    if sum(line.words for line in block) / max(len(block), 1) < 5:
+        return False
+    text = " ".join(line.text for line in block)
+    letters = sum(map(len, _LETTERS.findall(text)))
+    return letters / max(len(text) - text.count(" "), 1) >= 0.75
 
 
-def _kind(line: str, prev: str, next_line: str | None, body_indent: int, block_is_code: bool) -> str:
-    s = line.strip()
+def _kind(line: _Shape, prev: _Shape, next_line: _Shape, body_indent: int, block_is_code: bool) -> str:
+    """The kind of `line`, from itself and the lines above and below it (_NO_LINE at the ends of the text)."""
+    s = line.stripped
     if not s:
         return BLANK
-    if MD_HEADING.match(line) or UNDERLINE.match(line) or _is_all_caps_heading(s):
+    if line.caps_heading or line.underline or MD_HEADING.match(line.text):
         return HEADING
-    if next_line is not None and UNDERLINE.match(next_line) and len(s.split()) <= 12:
+    if next_line.underline and line.words <= 12:
         return HEADING
     # A line that starts like an option or a numbered item but follows an unfinished sentence is that
-    # sentence's wrapped tail ("... unless the\n--reinstall option is given").
-    starts_element = not prev.strip() or prev.rstrip().endswith(SENTENCE_END + (":",)) or _kind_hint(prev)
-    indent = indent_of(line)
-    if starts_element and (_OPTION.match(line) or _CONFIG_KEY.match(line)):
+    # sentence's wrapped tail ("... unless the\n--reinstall option is given"). After an option or a heading
+    # a new element starts.
+    starts_element = (not prev.stripped or prev.stripped.endswith(_ENDS_ELEMENT) or prev.option_like
+                      or prev.caps_heading)
+    if starts_element and line.option_like:
         return OPTION
     # Man pages and other rendered manuals: body text at one indentation, subsection titles to its left,
     # examples in blocks of their own further to its right. A title stands alone at its indentation: a line with
     # a neighbour at the same one is a line of a paragraph there (bash(1) sets whole sections to the left of its
     # option descriptions, and its widely spaced lines are short in words).
-    alone = all(not n.strip() or indent_of(n) != indent for n in (prev, next_line or ""))
-    if body_indent >= 2 and indent < body_indent and len(s.split()) <= 10 and not s.endswith(SENTENCE_END[:8]) \
-            and not _NAV_MARKS.search(s) and alone:
+    indent = line.indent
+    alone = (not prev.stripped or prev.indent != indent) and (not next_line.stripped or next_line.indent != indent)
+    if body_indent >= 2 and indent < body_indent and line.words <= 10 and alone \
+            and not s.endswith(SENTENCE_END[:8]) and not _NAV_MARKS.search(s):
         return HEADING
     if block_is_code:
         return CODE
     # One "A | B | C" line is a nav bar; a table has rows above or below it.
-    rows = s.count(" | ") >= 2 and (" | " in prev or " | " in (next_line or ""))
+    rows = s.count(" | ") >= 2 and (" | " in prev.text or " | " in next_line.text)
     # A two-column table has one gap per row: tabs between the cells of an extracted HTML table, or a second
     # column that starts at the same place as on the row above or below ("ISO 8859-2    Latin-2").
-    tab_rows = "\t" in s and ("\t" in prev.strip() or "\t" in (next_line or "").strip())
-    aligned = bool(_column_starts(line) & (_column_starts(prev) | _column_starts(next_line or "")))
-    if s.startswith("|") or rows or tab_rows or aligned or _TABLE_RULE.match(line) or len(_COLUMN_GAP.findall(s)) >= 2:
+    tab_rows = "\t" in s and ("\t" in prev.stripped or "\t" in next_line.stripped)
+    columns = line.column_starts
+    aligned = bool(columns) and not (columns.isdisjoint(prev.column_starts)
+                                     and columns.isdisjoint(next_line.column_starts))
+    if s.startswith("|") or len(columns) >= 2 or rows or tab_rows or aligned or _TABLE_RULE.match(line.text):
         return TABLE
-    if _PROMPT.match(line) or (_code_share(s) >= 0.2 and len(s) >= 4) or _IDENTIFIER.match(s) or _is_ref_list(s) \
-            or (_data_share(s) >= 0.35 and len(s) >= 8) or _is_statement(s) \
-            or (_ASSIGNMENT.match(s) and not s.endswith(SENTENCE_END[:8])):
+    if _PROMPT.match(line.text) or (len(s) >= 4 and _code_share(s) >= 0.2) or _IDENTIFIER.match(s) \
+            or _is_ref_list(s) or (len(s) >= 8 and _data_share(s) >= 0.35) or _is_statement(s) \
+            or ("=" in s and _ASSIGNMENT.match(s) and not s.endswith(SENTENCE_END[:8])):
         return CODE
-    if starts_element and NUMBERED_HEADING.match(line) and len(s.split()) <= 12 \
+    if starts_element and NUMBERED_HEADING.match(line.text) and line.words <= 12 \
             and not s.endswith(SENTENCE_END[:8]):
         return HEADING
-    if starts_element and _LIST.match(line):
+    if starts_element and _LIST.match(line.text):
         return LIST
     return PROSE
-
-
-def _column_starts(line: str) -> set[int]:
-    return {m.end() for m in _COLUMN_GAP.finditer(line)}
-
-
-def _kind_hint(prev: str) -> bool:
-    """Whether the previous line is itself an option or a heading, after which a new element starts."""
-    return bool(_OPTION.match(prev) or _CONFIG_KEY.match(prev) or _is_all_caps_heading(prev.strip()))
 
 
 def _continues(prev: str, line: str, wrap_width: int) -> bool:
@@ -174,53 +237,56 @@ def _continues(prev: str, line: str, wrap_width: int) -> bool:
     if s[0].islower() or s[0] in ",;:)]}":
         return True
     # A line that fills the width and ends without punctuation was wrapped mid-sentence.
-    return len(p) >= 0.6 * wrap_width and not p.endswith(SENTENCE_END + (":",))
+    return len(p) >= 0.6 * wrap_width and not p.endswith(_ENDS_ELEMENT)
 
 
-def _body_indent(raw: list[str]) -> int:
+def _body_indent(shapes: list[_Shape]) -> int:
     """The most common indentation of lines that read like sentences (4 words or more)."""
     counts: dict[int, int] = {}
-    for line in raw:
-        if len(line.split()) >= 4:
-            counts[indent_of(line)] = counts.get(indent_of(line), 0) + 1
+    for line in shapes:
+        if line.words >= 4:
+            counts[line.indent] = counts.get(line.indent, 0) + 1
     return max(counts, key=lambda k: (counts[k], -k)) if counts else 0
 
 
-def _code_blocks(raw: list[str], body_indent: int) -> list[bool]:
+def _code_blocks(shapes: list[_Shape], body_indent: int) -> list[bool]:
     """For each line: is it in a run of lines set off to the right of the body text, opening a block of its own
     (after a blank line or a heading), that does not read as prose? That is an example, a configuration
     snippet or command output; the indented description under an option line is prose."""
-    out = [False] * len(raw)
+    out = [False] * len(shapes)
     i = 0
-    while i < len(raw):
-        deeper = raw[i].strip() and indent_of(raw[i]) >= body_indent + 2
-        opens = i == 0 or not raw[i - 1].strip() or indent_of(raw[i - 1]) < body_indent
+    while i < len(shapes):
+        deeper = shapes[i].stripped and shapes[i].indent >= body_indent + 2
+        opens = i == 0 or not shapes[i - 1].stripped or shapes[i - 1].indent < body_indent
         if not (deeper and opens):
             i += 1
             continue
         j = i
-        while j < len(raw) and raw[j].strip() and indent_of(raw[j]) >= body_indent + 2:
+        while j < len(shapes) and shapes[j].stripped and shapes[j].indent >= body_indent + 2:
             j += 1
-        if not _reads_as_prose(raw[i:j]):
+        if not _reads_as_prose(shapes[i:j]):
             out[i:j] = [True] * (j - i)
         i = j
     return out
 
 
 def parse(text: str) -> list[Line]:
+    """The lines of `text` (split at "\\n"), each with its kind, its block and its unit."""
     raw = text.split("\n")
+    shapes = [_shape(line) for line in raw]
     wrap_width = wrap_width_of(raw)
-    body_indent = _body_indent(raw)
-    code_block = _code_blocks(raw, body_indent)
+    body_indent = _body_indent(shapes)
+    code_block = _code_blocks(shapes, body_indent)
     kinds, set_off = [], []  # set_off: code by its place (a fence, a block of its own), whatever its words
     in_fence = False
+    last = len(raw) - 1
     for i, line in enumerate(raw):
         fence = bool(_FENCE.match(line))
         if in_fence or fence:
             kinds.append(CODE)
             in_fence = in_fence != fence
         else:
-            kinds.append(_kind(line, raw[i - 1] if i else "", raw[i + 1] if i + 1 < len(raw) else None,
+            kinds.append(_kind(shapes[i], shapes[i - 1] if i else _NO_LINE, shapes[i + 1] if i < last else _NO_LINE,
                                body_indent, code_block[i]))
         set_off.append(fence or in_fence or code_block[i])
     _rejoin_wrapped(raw, kinds, set_off, wrap_width)
@@ -277,16 +343,17 @@ def _rejoin_wrapped(raw: list[str], kinds: list[str], set_off: list[bool], wrap_
                 and not _ASSIGNMENT.match(s) and not _CONFIG_KEY.match(raw[i]))
 
     for i in range(1, len(raw)):
-        if loose(i) and kinds[i - 1] == PROSE and wraps(i - 1, i):
+        if kinds[i - 1] == PROSE and loose(i) and wraps(i - 1, i):
             kinds[i] = PROSE
     for i in range(len(raw) - 2, -1, -1):
+        if kinds[i + 1] != PROSE:  # both rules read a line over prose
+            continue
         # an option's line is a sentence when it is full and its paragraph goes on at its indentation: an option
         # and its description are on one line, or the description is indented deeper
-        if (loose(i) or kinds[i] == OPTION and not _CONFIG_KEY.match(raw[i])) and kinds[i + 1] == PROSE \
-                and wraps(i, i + 1):
+        if (loose(i) or kinds[i] == OPTION and not _CONFIG_KEY.match(raw[i])) and wraps(i, i + 1):
             kinds[i] = PROSE
         # a bullet whose text hangs over the lines below ("•      the   replacement   string")
-        elif loose(i) and kinds[i + 1] == PROSE and _LIST.match(raw[i]) and hangs_at(raw[i], indent_of(raw[i + 1])):
+        elif loose(i) and _LIST.match(raw[i]) and hangs_at(raw[i], indent_of(raw[i + 1])):
             kinds[i] = LIST
 
 
