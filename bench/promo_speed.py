@@ -1,21 +1,90 @@
-"""Side by side in one process: CPU time of promo_score of an older promo.py (its path, the first argument) and now, on the
-cleaning benchmark's documentation corpus. Usage: git show 3cb4ecc:src/scratchlm/data/clean/promo.py > /tmp/promo_before.py;
-python bench/promo_speed.py /tmp/promo_before.py [CORPUS_DIR]"""
-import importlib.util, glob, time, sys
+"""promo_score and the language step's prose-line filter (langid._prose_lines) of the work tree against an earlier
+revision's, side by side in one process: the same output on every document, and the CPU time each takes.
+
+    PYTHONPATH=src python bench/promo_speed.py                 # against efc5c86 (git show), 2 rounds
+    PYTHONPATH=src python bench/promo_speed.py --rev HEAD~3 --rounds 3
+
+The documents: the rendered man pages in /work/bench-manpage-units/pages/{es,de,fr} (bench/manpage_units.py
+render), the standard library's top-level .py files, the pydoc topics, and the marketing and documentation pages of
+bench/promo_soft_pages.jsonl. Identity: every PromoScore field (templates on and off) and every _prose_lines
+result equal; the first difference fails the run. Speed: CPU seconds (time.process_time: other jobs may share the
+cores), old and new alternating, and old / new.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_REV = "efc5c86"  # the last commit before promo_score and _prose_lines were rewritten for speed
+MAN_PAGES = Path("/work/bench-manpage-units/pages")
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path); m = importlib.util.module_from_spec(spec)
-    sys.modules[name] = m; spec.loader.exec_module(m); return m
-old = load(sys.argv[1], "scratchlm.data.clean.promo_old")
-root = sys.argv[2] if len(sys.argv) > 2 else "/work/bench-cleaning/corpus"
-from scratchlm.data.clean import promo as new
-texts = []
-for p in sorted(glob.glob(f"{root}/**/*", recursive=True)):
-    try: texts.append(open(p, errors="replace").read())
-    except (IsADirectoryError, UnicodeDecodeError): pass
-mb = sum(len(t) for t in texts) / 1e6
-for rnd in range(2):
-    for name, m in (("before", old), ("after", new)):
-        t0 = time.process_time(); [m.promo_score(t) for t in texts]; dt = time.process_time() - t0
-        print(f"round {rnd} {name}: {len(texts)} docs {mb:.1f} MB in {dt:.2f} s CPU = {mb/dt:.2f} MB/s")
+def old_module(rev: str, name: str):
+    """src/scratchlm/data/clean/<name>.py at `rev`, imported under another name (its imports are absolute)."""
+    source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:src/scratchlm/data/clean/{name}.py"],
+                            check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / f"{name}_old.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"{name}_old", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def documents() -> list[str]:
+    texts = [p.read_text(errors="replace") for p in sorted(MAN_PAGES.glob("*/*.txt"))]
+    texts += [p.read_text(errors="replace") for p in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))]
+    from pydoc_data.topics import topics
+
+    texts += [topics[k] for k in sorted(topics)]
+    pages = REPO / "bench" / "promo_soft_pages.jsonl"
+    texts += [json.loads(line)["text"] for line in pages.read_text().splitlines() if line.strip()]
+    return texts
+
+
+def cpu_seconds(fn, texts: list[str]) -> float:
+    t0 = time.process_time()
+    for text in texts:
+        fn(text)
+    return time.process_time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rev", default=DEFAULT_REV)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    from scratchlm.data.clean import langid, promo
+
+    old_promo, old_langid = old_module(args.rev, "promo"), old_module(args.rev, "langid")
+    texts = documents()
+    for text in texts:
+        for templates in (True, False):
+            old, new = (dataclasses.astuple(m.promo_score(text, templates)) for m in (old_promo, promo))
+            assert old == new, (text[:200], templates, old, new)
+        assert old_langid._prose_lines(text) == langid._prose_lines(text), text[:200]
+    print(f"identical: {len(texts)} documents, {sum(map(len, texts)) / 1e6:.1f} M characters "
+          f"(promo_score with templates on and off, _prose_lines)")
+    cases = {"promo_score (templates off)": (lambda m: lambda t: m.promo_score(t, False), old_promo, promo),
+             "promo_score (templates on)": (lambda m: lambda t: m.promo_score(t, True), old_promo, promo),
+             "_prose_lines": (lambda m: m._prose_lines, old_langid, langid)}
+    for name, (fn, old, new) in cases.items():
+        old_s = new_s = 0.0
+        for _ in range(args.rounds):
+            old_s += cpu_seconds(fn(old), texts)
+            new_s += cpu_seconds(fn(new), texts)
+        print(f"{name}: old {old_s / args.rounds:.2f} s, new {new_s / args.rounds:.2f} s CPU per round, "
+              f"{old_s / new_s:.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

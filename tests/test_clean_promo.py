@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pydoc_data.topics
 
-from scratchlm.data.clean.promo import MARKETING_LEVEL, PROMO_THRESHOLD, PromoScore, promo_score
+from scratchlm.data.clean.promo import (_CALL_TO_ACTION, _MARKETING, _PRICE, MARKETING_LEVEL, PROMO_THRESHOLD, CaseBlind,
+                                        PromoScore, promo_score)
 
 PAGES = Path(__file__).resolve().parents[1] / "bench" / "promo_soft_pages.jsonl"
 
@@ -231,3 +232,15 @@ def test_data_stage_reports_the_marketing_share_per_source_and_warns_when_it_dom
     md = "\n".join(data_section(stats, None, None, _table))
     assert f"60.0% read as marketing, kept or not (3 score ≥ {MARKETING_LEVEL})" in md
     assert f"**Warning:** {verdicts[0]}" in md
+
+
+def test_lowered_matching_counts_what_ignorecase_counts_and_falls_back_where_they_differ():
+    texts = [LANDING_PAGE, LANDING_PAGE.upper(), LANDING_PAGE.swapcase(), SEO_SPAM, TECH_DOC, *SOFT_MARKETING, *PLAIN,
+             "Price: 20 USD or 15 EUR, save 30% now! #1 choice. Half-Price. Buy one get one. Don't miss it."]
+    for text in texts:
+        for pattern in (_MARKETING, _CALL_TO_ACTION, _PRICE):
+            assert pattern.count(text, CaseBlind.lowered_text(text)) == len(pattern.either_case.findall(text)), text
+    # IGNORECASE reads "İ" and "ı" as "i", "ſ" as "s"; str.lower() does not, so such a text is matched as before
+    for text in ("SİGN UP today", "sıgn up and learn more", "ſign up: ſave 50% off", "ſale"):
+        assert CaseBlind.lowered_text(text) is None
+        assert _CALL_TO_ACTION.count(text, None) + _MARKETING.count(text, None) + _PRICE.count(text, None) > 0, text

@@ -118,4 +118,3 @@ def test_edge_cases_keep_their_classification(name):
     lines = parse(EDGES[name])
     assert [line.text for line in lines] == EDGES[name].split("\n")
     assert _shape(lines) == EDGE_LINES[name]
-

@@ -40,7 +40,9 @@ def _model():
 
 
 PROSE_LINE_LETTERS = 0.85  # share of letters and spaces that makes a line prose; punctuation of a sentence fits
-_LETTER_OR_SPACE = re.compile(r"[^\W\d_]|\s")  # \w without digits and underscore: letters of any script
+# Neither a letter (\w without digits and underscore: letters of any script) nor white space: punctuation, digits,
+# symbols. Counted rather than the letters, which are most characters of a line: findall builds a string per match.
+_NEITHER_LETTER_NOR_SPACE = re.compile(r"[^\w\s]|[\d_]")
 
 
 def _prose_lines(text: str) -> str:
@@ -48,9 +50,9 @@ def _prose_lines(text: str) -> str:
     language, and a page that is half code example otherwise scores p=0.5 for the language it is written in."""
     kept = []
     for line in _NOT_LANGUAGE.sub(" ", text).split("\n"):
-        letters = len(_LETTER_OR_SPACE.findall(line))
         # characters, not words: Chinese and Japanese lines have no spaces between words
-        if len(line.strip()) >= 12 and letters >= PROSE_LINE_LETTERS * len(line):
+        if len(line.strip()) >= 12 \
+                and len(line) - len(_NEITHER_LETTER_NOR_SPACE.findall(line)) >= PROSE_LINE_LETTERS * len(line):
             kept.append(line)
     return " ".join(" ".join(kept).split())
 
