@@ -15,10 +15,10 @@ from .short_docs import LengthFloor
 from .step import Corpus, CorpusContext, CorpusStep, DocumentStep
 from .step_context import StepContext
 from .units import Unit
-from .val_guard import near_copies
+from .val_guard import CopyPool
 from .val_split import HELD_OUT_PIECE, PIECE_SUFFIX, SPLIT_FROM, WHOLE, ValidationSettings, draw_validation, tail_cut
 
-GUARD_ROUNDS = 8  # draws that put back near-copied documents; each reads the corpus twice
+GUARD_ROUNDS = 8  # draws that put back near-copied documents, answered from one scan of the corpus (val_guard.py)
 # The guard's scan runs at about 10 MB/s per process; spawning a pool costs a second or two, so a corpus smaller
 # than this is scanned in this process.
 GUARD_PARALLEL_CHARS = 32_000_000
@@ -53,19 +53,23 @@ def draw(ctx: CorpusContext) -> dict:
 
 def _draw_guarded(ctx: CorpusContext, survivors: dict[str, RankedDocs]) -> tuple[dict, dict, dict]:
     s: ValidationSettings = ctx.settings
-    clean_chars = sum(ranked.chars for ranked in survivors.values())
-    # a local scan (the executor's workers may be a cluster's)
-    workers = min(ctx.runner.workers, os.cpu_count() or 1) if clean_chars >= GUARD_PARALLEL_CHARS else 1
     domain_of = {u.name: u.domain for u in ctx.runner.units}
     near_copied: dict[str, dict] = {}
     near_per_domain: Counter = Counter()
     excluded: set[str] = set()  # the put-back documents and their copies: a copy drawn next would be one too
+    pool: CopyPool | None = None  # what one scan of the corpus says of every document the draws may reach
     for round_ in range(GUARD_ROUNDS):
         chosen, plan = draw_validation(s, survivors, excluded)
         if not s.guard_coverage or round_ == GUARD_ROUNDS - 1:  # the last draw stands, copies or not
             break
-        found = near_copies(_held_texts(ctx, chosen), (doc for _, doc in ctx.docs()), s.guard_ngram,
-                            s.guard_min_words, s.guard_coverage, workers)
+        found = pool.near_copies(chosen) if pool is not None else None
+        if found is None:
+            if pool is not None:
+                log(f"validation: draw {round_ + 1} reached past the {len(pool.members):,} documents fingerprinted "
+                    f"for the draws; scanning the corpus again")
+            pool = CopyPool.scan(s, survivors, chosen, excluded, ctx.docs, _scan_workers(ctx, survivors), pool)
+            found = pool.near_copies(chosen)
+            assert found is not None, "a pool answers the draw it was built for"
         if not found:
             break
         near_copied.update(found)
@@ -76,16 +80,10 @@ def _draw_guarded(ctx: CorpusContext, survivors: dict[str, RankedDocs]) -> tuple
     return chosen, plan, near_copied
 
 
-def _held_texts(ctx: CorpusContext, chosen: dict[str, dict[str, int]]) -> dict[str, str]:
-    """doc id -> the text validation would hold of it: the whole text, or the tail split_validation cuts."""
-    held = {}
-    for unit, doc in ctx.docs():
-        budget = chosen.get(unit.name, {}).get(doc["id"])
-        if budget == WHOLE:
-            held[doc["id"]] = doc["text"]
-        elif budget is not None and (cut := tail_cut(doc["text"], budget, ctx.settings.min_chars)) is not None:
-            held[doc["id"]] = doc["text"][cut:]
-    return held
+def _scan_workers(ctx: CorpusContext, survivors: dict[str, RankedDocs]) -> int:
+    """Local processes for the near-copy scan (the executor's workers may be a cluster's)."""
+    chars = sum(ranked.chars for ranked in survivors.values())
+    return min(ctx.runner.workers, os.cpu_count() or 1) if chars >= GUARD_PARALLEL_CHARS else 1
 
 
 def drawn(corpus: Corpus, unit: Unit) -> list[tuple[str, int]]:
