@@ -17,11 +17,12 @@ import argparse
 import importlib.util
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from old_revision import module_at
 
 MICRO = """
 [run]
@@ -69,16 +70,7 @@ def config(corpus: str, work: Path) -> Path:
 
 def load_revision(rev: str):
     """split_step.py as it was at `rev`, imported beside this checkout's modules."""
-    root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{rev}:src/scratchlm/data/split_step.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "split_step_old.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("scratchlm.data.split_step_old", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return module_at(rev, "src/scratchlm/data/split_step.py", "scratchlm.data.split_step_old")
 
 
 def cpu_seconds() -> float:

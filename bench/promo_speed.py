@@ -14,30 +14,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
-import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from old_revision import REPO, module_at
+
 DEFAULT_REV = "efc5c86"  # the last commit before promo_score and _prose_lines were rewritten for speed
 MAN_PAGES = Path("/work/bench-manpage-units/pages")
 
 
 def old_module(rev: str, name: str):
-    """src/scratchlm/data/clean/<name>.py at `rev`, imported under another name (its imports are absolute)."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:src/scratchlm/data/clean/{name}.py"],
-                            check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / f"{name}_old.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"{name}_old", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """src/scratchlm/data/clean/<name>.py at `rev`, beside the work tree's."""
+    return module_at(rev, f"src/scratchlm/data/clean/{name}.py", f"scratchlm.data.clean._{name}_old")
 
 
 def documents() -> list[str]:

@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
-import subprocess
-import sys
 import sysconfig
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from old_revision import module_at
+
 MODULE = "src/scratchlm/data/clean/structure.py"
 DEFAULT_REV = "efc5c86"  # the last commit before parse() was rewritten for speed
 HANDBOOK_LANGUAGES = ("en-US", "de-DE", "es-ES", "fr-FR")
@@ -39,17 +36,8 @@ SOURCES = ("reference", "handbook", "man", "stdlib", "pydoc", "pypi")
 
 
 def old_module(rev: str, src: str | None):
-    """The earlier structure.py, imported beside the work tree's as scratchlm.data.clean._structure_old (its
-    relative imports resolve in the work tree's package)."""
-    code = Path(src).read_text() if src else subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{rev}:{MODULE}"], capture_output=True, text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp()) / "structure_old.py"
-    path.write_text(code)
-    spec = importlib.util.spec_from_file_location("scratchlm.data.clean._structure_old", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The earlier structure.py, beside the work tree's."""
+    return module_at(rev, MODULE, "scratchlm.data.clean._structure_old", src)
 
 
 def _html_texts(paths: list[Path]) -> list[tuple[str, str]]:
