@@ -114,7 +114,8 @@ def test_disk_paragraph_dedup_cuts_what_the_in_memory_path_cuts(core_corpus, tmp
     monkeypatch.setattr(disk_dedup, "SORT_BYTES_PER_ROW", row_bytes)
     run, corpus = _sketched(tmp_path, _planted(core_corpus, tmp_path))
     assert len(run.units) > 3
-    cfg = ParagraphDedupConfig(min_words=corpus.data.min_paragraph_words, threshold=corpus.data.fuzzy_threshold)
+    cfg = ParagraphDedupConfig(min_words=corpus.data.min_paragraph_words,
+                               threshold=corpus.data.paragraph_fuzzy_threshold)
     expected = _in_memory(run, corpus, cfg, min_docs)
     kinds = Counter(kind for cuts in expected.values() for _, kind, _ in cuts)
     assert kinds["exact"] > 20 and (kinds["near"] > 20 or min_docs > 2), kinds

@@ -160,7 +160,8 @@ class DataConfig:
     repeated_line_min_docs: int = bounded(5, ge=2)  # a line in at least this many documents of a source ...
     repeated_line_min_share: float = bounded(0.01, gt=0, le=1)  # ... and in this share of them is template, removed (not on code)
     promo_threshold: float = bounded(0.5, gt=0, le=1)  # promotional/spam score (0-1) at or above which a document is dropped
-    fuzzy_threshold: float = bounded(0.8, gt=0, le=1)  # MinHash-estimated Jaccard (word 5-grams; 3-grams for paragraphs) for near-dups
+    fuzzy_threshold: float = bounded(0.7, gt=0, le=1)  # MinHash-estimated Jaccard of word 5-grams (256 permutations) at which two documents are near copies: 0.7 finds copies with 3% of their words changed (J = 0.75)
+    paragraph_fuzzy_threshold: float = bounded(0.8, gt=0, le=1)  # MinHash-estimated Jaccard of word 3-grams (64 permutations) at which two paragraphs are near copies
     containment_threshold: float = bounded(0.8, gt=0, le=1)  # share of a document's word 5-grams inside a longer one that makes it a copy
     min_paragraph_words: int = bounded(10, ge=1)  # paragraph dedup leaves shorter paragraphs alone (headings, "Returns:", "}")
     paragraph_min_docs: int = bounded(25, ge=2)  # a paragraph is cut as a duplicate when this many documents hold it (2: every copy)

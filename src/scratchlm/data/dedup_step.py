@@ -132,8 +132,8 @@ def find_duplicates(ctx: CorpusContext) -> dict:
                              "exact_dedup" not in s.skip, MinHashConfig(threshold=s.fuzzy_threshold) if fuzzy else None,
                              contained_cfg if fuzzy else None, ctx.corpus.data.sort_mb)
     code = np.array([u.source in s.code_sources for u in ctx.units], dtype=bool)
-    near, near_own = _without_own_text(sk, copies.near, copies.near_jaccard, code, contained_cfg.own_min)
-    part, part_own = _without_own_text(sk, copies.contained, copies.contained_share, code, contained_cfg.own_min)
+    near, near_own = _without_own_text(sk, copies.near, copies.near_jaccard, code, contained_cfg)
+    part, part_own = _without_own_text(sk, copies.contained, copies.contained_share, code, contained_cfg)
     found = {"exact_duplicate": (copies.exact, None), "near_duplicate": near, "contained_duplicate": part}
     _write_decisions(sk, found, DecisionFiles(ctx.out), ctx.units)
     own = near_own + part_own
@@ -148,14 +148,15 @@ def find_duplicates(ctx: CorpusContext) -> dict:
 
 
 def _without_own_text(sk, pairs: np.ndarray, scores: np.ndarray, code: np.ndarray,
-                      own_min: int) -> tuple[tuple[np.ndarray, np.ndarray], int]:
-    """The (copy, original) pairs and scores, less the copies with own_min sampled shingles of their own: a page
-    that says something of its own is no copy, however much it shares (containment.py). Code files are copies
-    or not as a whole. Returns them, and how many were kept for their own text."""
+                      cfg) -> tuple[tuple[np.ndarray, np.ndarray], int]:
+    """The (copy, original) pairs and scores, less the copies with cfg.own_min sampled shingles of their own (in
+    passages, containment.own_count): a page that says something of its own is no copy, however much it shares
+    (containment.py). Code files are copies or not as a whole. Returns them, and how many were kept for their own
+    text."""
     from .dedup.disk_dedup import own_text, unit_of
 
     judged = np.flatnonzero(~code[unit_of(pairs[:, 0])]) if len(pairs) else np.empty(0, np.int64)
-    keep = np.setdiff1d(np.arange(len(pairs)), judged[own_text(sk, pairs[judged]) >= own_min])
+    keep = np.setdiff1d(np.arange(len(pairs)), judged[own_text(sk, pairs[judged], cfg.own_run) >= cfg.own_min])
     return (pairs[keep], scores[keep]), len(pairs) - len(keep)
 
 

@@ -30,8 +30,9 @@ class ParagraphDedupSettings:
     @classmethod
     def of(cls, corpus: Corpus) -> ParagraphDedupSettings:
         d = corpus.data
-        return cls("paragraph_dedup" in d.skip, d.fuzzy_threshold, d.min_paragraph_words, d.paragraph_min_docs,
-                   d.min_chars, tuple(sorted(s.name for s in d.sources if s.filter_profile != "code")))
+        return cls("paragraph_dedup" in d.skip, d.paragraph_fuzzy_threshold, d.min_paragraph_words,
+                   d.paragraph_min_docs, d.min_chars,
+                   tuple(sorted(s.name for s in d.sources if s.filter_profile != "code")))
 
 
 def paragraph_sketch_settings(corpus: Corpus, unit: Unit):

@@ -10,6 +10,9 @@ found in B estimates C(A, B) without bias. Candidate pairs come from a sort of (
 in numpy; a hash shared by more than max_postings documents is a common phrase, not evidence, and is left out
 of both sides of the count.
 Memory: 16 bytes per sampled shingle, about 2 bytes per word of the corpus at the default 1/8 sample.
+
+Each document's sample is kept in the order of its text (first occurrences), so that the text a copy has of its
+own can be told from words changed here and there (own_count).
 """
 from __future__ import annotations
 
@@ -39,17 +42,37 @@ class ContainmentConfig:
     # Like paragraph dedup (paragraph_min_docs), this leaves the text a few sibling pages share to each of them.
     # The copies on the cleaning benchmark and its holdout had at most 11; the pages of their own, 18 to 160.
     own_min: int = 16
+    # Only passages count as text of its own: own_count counts the sampled shingles the original lacks that come
+    # in runs of at least this many in a row (in the copy's order), a passage of about 50 words or more. A word
+    # changed here and there changes the 5 shingles around it, so a page of over ~900 words with 3% of its words
+    # changed had 16 such shingles, scattered in runs of 1 to 4, and was kept as a page "of its own"
+    # (bench/near_copies.py, two seeds: 37% of those copies, 13% of those with 1% changed); at 6, 0-1.2% (pages
+    # of 10,000 words and more), while the natural pages kept for their own text go from 86 to 29 (partial
+    # translations whose own words are headings and short phrases now count as copies).
+    own_run: int = 6
     seed: int = 7
 
 
 def sampled_shingles(texts: list[str], cfg: ContainmentConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(text number, sampled shingle hash as int64) of each text's distinct sampled shingles, sorted by both."""
+    """(text number, sampled shingle hash as int64) of each text's distinct sampled shingles: by text, and within
+    a text in the order they first occur in it."""
     hashes, offsets = shingle_hashes(texts, cfg.ngram, cfg.seed)
     mask = np.uint64((1 << cfg.sample_bits) - 1)
     doc = np.repeat(np.arange(len(texts)), np.diff(offsets))
     keep = (hashes & mask) == 0
-    pairs = np.unique(np.stack([doc[keep], hashes[keep].view(np.int64)], axis=1), axis=0)  # distinct per doc
-    return pairs[:, 0], pairs[:, 1]
+    doc, sampled = doc[keep], hashes[keep].view(np.int64)
+    _, first = np.unique(np.stack([doc, sampled], axis=1), axis=0, return_index=True)  # distinct per doc
+    first.sort()  # doc never decreases along the text: sorted by doc, then by position
+    return doc[first], sampled[first]
+
+
+def own_count(copy: np.ndarray, original: np.ndarray, run: int) -> int:
+    """The text `copy` has of its own: how many of its sampled shingles (in text order) `original`'s sample
+    lacks, counting only those in runs of `run` or more in a row (a passage, not words changed here and there)."""
+    own = ~np.isin(copy, original)
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], own.view(np.int8), [0]))))
+    lengths = edges[1::2] - edges[::2]
+    return int(lengths[lengths >= run].sum())
 
 
 class ContainmentFinder:
@@ -68,14 +91,14 @@ class ContainmentFinder:
         self._sets = None
 
     def own(self, doc_id: str, other_id: str) -> int:
-        """How many of doc_id's sampled shingles other_id lacks: the text the first has of its own."""
+        """The text doc_id has of its own, next to other_id (own_count)."""
         if self._sets is None:
             docs, hashes = np.concatenate(self._docs), np.concatenate(self._hashes)
-            order = np.argsort(docs, kind="stable")
+            order = np.argsort(docs, kind="stable")  # stable: each document's sample stays in text order
             bounds = np.searchsorted(docs[order], np.arange(len(self._ids) + 1))
             ordered = hashes[order]
             self._sets = {doc: ordered[bounds[i]:bounds[i + 1]] for i, doc in enumerate(self._ids)}
-        return int(np.count_nonzero(~np.isin(self._sets[doc_id], self._sets[other_id])))
+        return own_count(self._sets[doc_id], self._sets[other_id], self.cfg.own_run)
 
     def contained(self, exclude: set[str] = frozenset()) -> dict[str, tuple[str, float]]:
         """{id of a partial copy: (id of the longer document holding it, estimated containment)}. Documents in

@@ -1,7 +1,7 @@
 """Whole-document copies decided from the units' sketches (sketch.py) by sorting on disk, in bounded memory.
 
 The in-memory deduplicators (exact.py, minhash.py, containment.py) hold every document's key, signature and
-shingle sample at once: about 2 KB per document, tens of GB at the mission's scale. Here, as in datatrove's
+shingle sample at once: about 2-3 KB per document, tens of GB at the mission's scale. Here, as in datatrove's
 MinHash stages, every corpus-wide question is a sort of (key, document) rows, cut into buckets by key so that
 one bucket at a time is in memory:
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .containment import ContainmentConfig
+from .containment import ContainmentConfig, own_count
 from .minhash import MinHashConfig, band_keys, pairs_within_batch
 
 SORT_BYTES_PER_ROW = 80  # a bucket row of 2-3 int64 values, with the copies a sort and its indexing make
@@ -222,7 +222,7 @@ def smallest_connected(n: int, edges: np.ndarray) -> np.ndarray:
             roots = jumped
 
 
-SIGNATURE_BYTES = 4 << 20  # the two signatures of the pairs compared at once (1M pairs of signatures: 900 MB)
+SIGNATURE_BYTES = 4 << 20  # the two signatures of the pairs compared at once (1M pairs of signatures: 2 GB)
 
 
 def signature_jaccard(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
@@ -303,10 +303,9 @@ def contained_copies(sk: Sketches, work: Path, cfg: ContainmentConfig, skip: lis
     return rows[first, :2], np.minimum(share[first], 1.0)
 
 
-def own_text(sk: Sketches, pairs: np.ndarray) -> np.ndarray:
-    """For each (copy, original): how many of the copy's sampled shingles the original lacks."""
-    return np.array([np.count_nonzero(~np.isin(sk.sample(a), sk.sample(b))) for a, b in pairs.tolist()],
-                    dtype=np.int64)
+def own_text(sk: Sketches, pairs: np.ndarray, run: int) -> np.ndarray:
+    """For each (copy, original): the text the copy has of its own (containment.own_count)."""
+    return np.array([own_count(sk.sample(a), sk.sample(b), run) for a, b in pairs.tolist()], dtype=np.int64)
 
 
 def find_copies(dirs: list[Path], work: Path, exact: bool, near: MinHashConfig | None,
