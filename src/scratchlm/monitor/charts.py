@@ -5,6 +5,7 @@ Each chart is one figure saved as PNG; the dashboard embeds the same bytes, so t
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Callable
 
 import matplotlib
@@ -147,6 +148,24 @@ CHARTS = [("loss", loss_chart), ("bpb", bpb_chart), ("topk", topk_chart), ("grad
           ("weight_norm", weight_chart), ("update_ratio", update_chart), ("logits", logits_chart),
           ("entropy", entropy_chart), ("throughput", throughput_chart), ("data_wait", wait_chart),
           ("memory", memory_chart), ("lr", lr_chart), ("timeline", timeline_chart)]
+
+
+def write_loss_figure(path: Path, train: list[dict], train_label: str, curves: dict[str, tuple[list, list]],
+                      ylabel: str, size: tuple[float, float]) -> Path:
+    """A report's loss figure as a PNG at `path`: the training loss of each row of `train` (grey), and each curve
+    (label -> steps, values) with a marker at each measurement."""
+    fig, ax = plt.subplots(figsize=size, dpi=110)
+    ax.plot(*_series(train, lambda r: r["loss"]), color="0.6", lw=1, label=train_label)
+    for label, (steps, values) in curves.items():
+        ax.plot(steps, values, marker="o", label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def render_charts(rows: list[dict], alerts: list[dict]) -> dict[str, bytes]:

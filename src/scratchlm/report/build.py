@@ -18,29 +18,16 @@ def _metrics(train_dir: Path) -> list[dict]:
 
 
 def plot_curves(rows: list[dict], out: Path) -> Path | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..monitor.charts import write_loss_figure  # matplotlib: imported when a report is drawn
 
     train = [r for r in rows if "loss" in r]
     evals = [r for r in rows if "eval" in r]
     if not train:
         return None
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
-    ax.plot([r["step"] for r in train], [r["loss"] for r in train], label="train loss", color="0.6", lw=1)
-    for domain in sorted({d for r in evals for d in r["eval"]}):
-        pts = [(r["step"], r["eval"][domain]["loss"]) for r in evals if domain in r["eval"]]
-        ax.plot(*zip(*pts), marker="o", label=f"val loss: {domain}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss (nats/token)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = out / "loss_curves.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    curves = {f"val loss: {domain}": tuple(zip(*[(r["step"], r["eval"][domain]["loss"]) for r in evals
+                                                  if domain in r["eval"]]))
+              for domain in sorted({d for r in evals for d in r["eval"]})}
+    return write_loss_figure(out / "loss_curves.png", train, "train loss", curves, "loss (nats/token)", (8, 4.5))
 
 
 def _table(header: list[str], rows: list[list]) -> str:

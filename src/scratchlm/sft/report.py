@@ -80,24 +80,11 @@ def summary_markdown(summary: dict, heading: str = "#") -> list[str]:
 
 
 def plot_losses(out: Path, losses: list[dict], points: list[dict]) -> Path:
-    import matplotlib
+    from ..monitor.charts import write_loss_figure  # matplotlib: imported when a report is drawn
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-    ax.plot([r["step"] for r in losses], [r["loss"] for r in losses], color="0.6", lw=1, label="training loss")
-    if points:
-        ax.plot([p["step"] for p in points], [p["heldout_loss"] for p in points], marker="o", label="held-out loss")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss on answers (nats/token)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = out / "loss.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    curves = {"held-out loss": ([p["step"] for p in points], [p["heldout_loss"] for p in points])} if points else {}
+    return write_loss_figure(out / "loss.png", losses, "training loss", curves, "loss on answers (nats/token)",
+                             (7, 4))
 
 
 def write_sft_report(out: Path, summary: dict, losses: list[dict]) -> Path:
