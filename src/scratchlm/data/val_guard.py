@@ -87,10 +87,11 @@ class CopyPool:
         # member -> the documents sharing an n-gram with its widest tail, (position, doc id) in scan order
         self.touching: dict[str, list[tuple[int, str]]] = {}
         self.kept: dict[str, str] = {}  # the texts of those documents
+        self.kept_chars = 0  # the characters of those texts that are not members' own (at most KEEP_CHARS)
         self.overflow: set[str] = set()  # members whose touching documents were not all kept (KEEP_CHARS)
 
     @classmethod
-    def scan(cls, s: ValidationSettings, survivors: dict[str, RankedDocs | list],
+    def scan(cls, s: ValidationSettings, survivors: dict[str, RankedDocs],
              chosen: dict[str, dict[str, int]], excluded: set[str],
              docs: Callable[[], Iterable[tuple[Unit, dict]]], workers: int = 1,
              previous: CopyPool | None = None) -> CopyPool:
@@ -100,8 +101,7 @@ class CopyPool:
         members = {} if previous is None else {d: m for d, m in previous.members.items() if d not in excluded}
         tail_domains = set() if previous is None else set(previous.tail_domains)
         spare = {}  # domain -> the most characters any draw holds out of it: exclusions only shrink it
-        for domain, items in survivors.items():
-            ranked = items if isinstance(items, RankedDocs) else RankedDocs(items, s.seed)
+        for domain, ranked in survivors.items():
             spare[domain] = int(s.val_max_share * ranked.chars)
             for doc_id, chars, unit in _reach(ranked, budgets, excluded):
                 members[doc_id] = (unit, domain, chars)
@@ -140,7 +140,6 @@ class CopyPool:
         self.copies = {key: [] for key in keys}
         widest = {k: key[0] for k, key in enumerate(keys) if self.widest.get(key[0]) == key[1]}
         done: set[int] = set()
-        kept_chars = 0
         pos = -1
         with closing(scanned_chunks(index, chunks((doc for _, doc in docs()), CHUNK_DOCS, CHUNK_CHARS),
                                     workers)) as scanned:
@@ -153,20 +152,27 @@ class CopyPool:
                     for (_, item), share in item_coverage(index, matches).items():
                         k = int(item)
                         if (owner := widest.get(k)) is not None and owner not in self.overflow:
-                            if doc_id not in self.kept:
-                                text = self.texts.get(doc_id)  # a member's own text is held already
-                                if text is None and kept_chars + len(doc["text"]) <= KEEP_CHARS:
-                                    text, kept_chars = doc["text"], kept_chars + len(doc["text"])
-                                if text is not None:
-                                    self.kept[doc_id] = text
-                            if doc_id in self.kept:
-                                self.touching.setdefault(owner, []).append((pos, doc_id))
-                            else:
-                                self.overflow.add(owner)
+                            self._touch(owner, pos, doc)
                         if share >= s.guard_coverage and k not in done:
                             self.copies[keys[k]].append((pos, doc_id, round(min(share, 1.0), 4)))
                             if doc_id not in self.position:
                                 done.add(k)
+
+    def _touch(self, owner: str, pos: int, doc: dict) -> None:
+        """`doc`, at `pos` in scan order, shares an n-gram with the widest tail of `owner`: keep its text, to
+        measure the owner's narrower tails against, unless KEEP_CHARS is reached (then the owner's are scanned)."""
+        doc_id = doc["id"]
+        if doc_id not in self.kept:
+            text = self.texts.get(doc_id)  # a member's own text is held already
+            if text is None and self.kept_chars + len(doc["text"]) <= KEEP_CHARS:
+                text = doc["text"]
+                self.kept_chars += len(text)
+            if text is not None:
+                self.kept[doc_id] = text
+        if doc_id in self.kept:
+            self.touching.setdefault(owner, []).append((pos, doc_id))
+        else:
+            self.overflow.add(owner)
 
     def near_copies(self, chosen: dict[str, dict[str, int]]) -> dict[str, dict] | None:
         """near_copies of the texts validation would hold of the draw `chosen` (_held_texts in split_step.py),
