@@ -74,7 +74,12 @@ def _installed() -> set[str]:
     import importlib.metadata as metadata
 
     names = {(d.metadata.get("Name") or "").lower() for d in metadata.distributions()}
-    return {v for n in names if n for v in (n, n.replace("_", "-"), n.replace("-", "_"))}
+    return {v for n in names if n for v in _spellings(n)}
+
+
+def _spellings(name: str) -> set[str]:
+    """A distribution's name as pip and its metadata may write it."""
+    return {name, name.replace("_", "-"), name.replace("-", "_")}
 
 
 def _closure(roots: list[str], skip: set[str] = frozenset()) -> set[str]:
@@ -94,7 +99,7 @@ def _closure(roots: list[str], skip: set[str] = frozenset()) -> set[str]:
     found, todo = set(roots), list(roots)
     while todo:
         for name in names(todo.pop()):
-            for variant in {name, name.replace("_", "-"), name.replace("-", "_")} - skip:
+            for variant in _spellings(name) - skip:
                 if variant not in found:
                     found.add(variant)
                     todo.append(variant)
