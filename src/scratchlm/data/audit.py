@@ -10,6 +10,7 @@ from typing import Iterator
 from ..errors import UserError
 from ..ids import read_json
 from .jsonl import read_jsonl
+from .step_docs import read_docs
 from .val_split import HELD_OUT_PIECE
 
 
@@ -78,7 +79,7 @@ def explain(data_dir: Path, doc_id: str) -> str:
             continue
         about = [r for r in records if r["stage"] == step]
         dropped = [r for r in about if r.get("level", "document") == "document"]
-        doc = next((d for d in _read_docs(Path(result)) if d["id"] == doc_id), None)
+        doc = next((d for d in read_docs(Path(result)) if d["id"] == doc_id), None)
         if dropped:
             r = dropped[0]
             summary.append(f"  {step:15s} dropped: {r['rule']}" + (f" ({r['detail']})" if r["detail"] else ""))
@@ -166,7 +167,3 @@ def _read_val(result: Path) -> Iterator[dict]:
     path = result / "val-00000.jsonl.zst"
     return read_jsonl(path) if path.exists() else iter(())
 
-
-def _read_docs(result: Path) -> Iterator[dict]:
-    path = result / "docs-00000.jsonl.zst"
-    return read_jsonl(path) if path.exists() else iter(())

@@ -11,7 +11,7 @@ from .jsonl import read_jsonl, write_jsonl
 from .ledger import Ledger
 from .split_step import SPLIT
 from .step_runner import StepRunner
-from .step_worker import DOCS
+from .step_docs import DOCS
 from .val_split import SPLIT_FROM
 
 

@@ -108,4 +108,4 @@ def split_validation(doc: dict, ctx: StepContext) -> dict | None:
 
 
 DRAW_VALIDATION = CorpusStep("draw_validation", draw, ValidationSettings.of)
-SPLIT = DocumentStep("split", split_validation, LengthFloor.of, drawn)
+SPLIT = DocumentStep("split", split_validation, LengthFloor.of, drawn, whole=True)  # train/ links to its documents

@@ -12,7 +12,8 @@ Every step has
 
 The two kinds differ in what they read:
 - a DocumentStep maps each document of a work unit to the document (maybe edited) or to nothing (dropped, with
-  the rule in the ledger), in worker processes. Its input is the unit's current documents, so its key chains
+  the rule in the ledger), in worker processes. It may edit the document's fields in place, but sets a nested
+  value anew rather than changing it: what it changed is found by comparing the fields (step_docs.py). Its input is the unit's current documents, so its key chains
   the unit's previous key, and its `state`: the unit's share of what a corpus step decided;
 - a CorpusStep needs every document at once (or every one of a source, `per_source`): it reads its units'
   outputs, decides once, and stores result.json, with any files beside it, for a DocumentStep to apply. Its
@@ -78,6 +79,7 @@ class DocumentStep:
     skip: str | None = None  # the `data.skip` entry that switches the step off
     finish: Callable[[StepContext], None] | None = None  # in the worker, after the unit's last document
     writes_docs: bool = True  # False: it only looks, and leaves arrays (StepContext.sides) for a corpus step
+    whole: bool = False  # store its documents whole (the stage's output), not what it changed (step_docs.py)
     after: Callable[[StepRunner, Corpus], None] | None = None  # in this process, cached or not: a check, a log
 
     def runs_on(self, corpus: Corpus, unit: Unit) -> bool:

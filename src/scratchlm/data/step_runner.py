@@ -23,13 +23,13 @@ from .. import __version__
 from ..executor import Executor
 from ..ids import content_id, read_json, write_json
 from ..progress import bar, log
-from .jsonl import read_jsonl
 from .step import Corpus, CorpusContext, CorpusStep, Decided, DocumentStep
 from .step_cache import filling, remove_stale_temps
-from .step_worker import DOCS, STATS, LocalTask, run_local_task
+from .step_docs import read_docs
+from .step_worker import STATS, LocalTask, run_local_task
 from .units import Unit
 
-CACHE_VERSION = f"{__version__}/9"  # bump when a step's code changes what it produces: old results are not reused
+CACHE_VERSION = f"{__version__}/10"  # bump when a step's code changes what it produces: old results are not reused
 RESULT = "result.json"  # a corpus step's decision, written last: a directory holding it is complete
 
 
@@ -64,7 +64,7 @@ class StepRunner:
         if stale := remove_stale_temps(cache):
             log(f"data: removed {len(stale)} temp entries an interrupted run left in {cache}")
         self.keys = {u.name: u.key for u in units}
-        self.docs: dict[str, Path | None] = {u.name: None for u in units}
+        self.docs: dict[str, Path | None] = {u.name: None for u in units}  # the result holding its documents
         self.stats: dict[str, dict[str, dict]] = {}  # step -> unit name -> stats
         self.outputs: dict[str, dict[str, Path]] = {}  # step -> unit name -> result directory
         self.steps: list[str] = []  # the document steps, in the order they ran
@@ -92,14 +92,13 @@ class StepRunner:
                 self.cached[step.name] += 1
             else:
                 tasks.append(LocalTask(step.name, u, step.fn, step.finish, settings, state, self.docs[u.name], out,
-                                       step.writes_docs))
+                                       step.writes_docs, step.whole))
             if step.writes_docs:
                 self.keys[u.name] = key
         for task, stats in zip(tasks, self._map(tasks, step.name)):
             self.stats[step.name][task.unit.name] = stats
         if step.writes_docs:
-            for name, out in self.outputs[step.name].items():
-                self.docs[name] = out / DOCS
+            self.docs.update(self.outputs[step.name])
         else:
             self.observers.add(step.name)
         self.steps.append(step.name)
@@ -148,7 +147,7 @@ class StepRunner:
         """Every current document, unit by unit in input order (what a corpus step reads)."""
         for u in self.units if units is None else units:
             if self.docs[u.name] is not None:
-                for doc in read_jsonl(self.docs[u.name]):
+                for doc in read_docs(self.docs[u.name]):
                     yield u, doc
 
     def ledgers(self) -> Iterator[Path]:

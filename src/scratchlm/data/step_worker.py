@@ -10,14 +10,14 @@ import numpy as np
 import zstandard
 
 from ..ids import write_json
-from .jsonl import ShardWriter, read_jsonl
+from .jsonl import ShardWriter
 from .ledger import Ledger
 from .readers import HtmlReading, read_size
 from .step_cache import filling
 from .step_context import StepContext, text_size
+from .step_docs import DOCS, ChangeWriter, read_docs, whole_size
 from .units import Unit
 
-DOCS = "docs-00000.jsonl.zst"
 STATS = "stats.json"  # written last: a result directory holding it is complete
 
 
@@ -29,14 +29,15 @@ class LocalTask:
     finish: Callable[[StepContext], None] | None
     settings: Any
     state: Any
-    source: Path | None  # the previous step's documents; None: read the unit's input files
+    source: Path | None  # the previous step's result directory; None: read the unit's input files
     out: Path
     writes_docs: bool
+    whole: bool  # store the documents whole, not as changes to the input (step_docs.py)
 
 
 def _input(task: LocalTask) -> Iterator[Any]:
     if task.source is not None:
-        yield from read_jsonl(task.source)
+        yield from read_docs(task.source)
         return
     from .readers import read_file
 
@@ -47,8 +48,8 @@ def _input(task: LocalTask) -> Iterator[Any]:
 
 
 def _input_bytes(task: LocalTask) -> int | None:
-    try:
-        return task.unit.bytes if task.source is None else task.source.stat().st_size
+    try:  # a step storing changes needs a few percent of the whole documents
+        return task.unit.bytes if task.source is None else whole_size(task.source)
     except OSError:
         return None
 
@@ -62,14 +63,19 @@ def _run_into(task: LocalTask, tmp: Path) -> dict:
     ledger = Ledger(tmp)
     ctx = StepContext(task.step, task.unit, task.settings, task.state, ledger, tmp, cache=task.out.parent.parent)
     st = ctx.stats
-    writer = ShardWriter(tmp, "docs", per_shard=1 << 62, level=1) if task.writes_docs else None
+    whole = task.writes_docs and (task.whole or task.source is None)
+    writer = ShardWriter(tmp, "docs", per_shard=1 << 62, level=1) if whole else None
+    changes = ChangeWriter(tmp, task.source) if task.writes_docs and not whole else None
     for item in _input(task):
         st["docs_in"] += 1
         if isinstance(item, dict):
             chars, nbytes = read_size(item) or text_size(item["text"])  # an HTML page: its text before extraction
             st["chars_in"] += chars
             st["bytes_in"] += nbytes
+        before = dict(item) if changes else None  # a step may edit the document in place
         doc = task.fn(item, ctx)
+        if changes:
+            changes.write(before, doc)
         if doc is None:
             continue
         chars, nbytes = text_size(doc["text"])
@@ -80,6 +86,8 @@ def _run_into(task: LocalTask, tmp: Path) -> dict:
             writer.write(doc)
     if writer and not writer.close():  # no document survived: an empty file, so the next step reads nothing
         (tmp / DOCS).write_bytes(zstandard.ZstdCompressor().compress(b""))
+    if changes:
+        changes.close()
     ctx.close_writers()
     if task.finish:
         task.finish(ctx)
