@@ -261,7 +261,7 @@ if __name__ == "__main__":
                  for i in range(2)]
         run = StepRunner(units, work / "cache", LocalExecutor(2))
         threading.Thread(target=report, args=(lambda: run.executor._pool,), daemon=True).start()
-        run.local(DocumentStep("hang", hang))
+        run.local([DocumentStep("hang", hang)])
     else:
         from tokenizers import Tokenizer, models
         from scratchlm.tokenizer.parallel import ParallelEncoder

@@ -2,15 +2,17 @@
 stage's outputs the same as when every step stored whole documents."""
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
 
-from scratchlm.config import parse_config
+from scratchlm.config import config_from_dict, parse_config
 from scratchlm.data.prepare import prepare_data
 from scratchlm.stages import size_estimate
 from scratchlm.data.jsonl import ShardWriter, read_jsonl
-from scratchlm.data.step_docs import CHANGES, DOCS, GONE, KEPT, ChangeWriter, apply, change, kept_spans, read_docs
+from scratchlm.data.step_docs import (CHANGES, DOCS, GONE, KEPT, ChangeWriter, apply, change, input_chain, kept_spans,
+                                      read_docs)
 
 
 def rebuilt(before: dict, after: dict | None) -> dict | None:
@@ -72,7 +74,7 @@ def test_a_chain_of_steps_is_read_back_from_any_result(tmp_path):
     def step(source, name, fn):
         out = cache / name / "k"
         out.mkdir(parents=True)
-        writer = ChangeWriter(out, source)
+        writer = ChangeWriter(out, input_chain(source))
         for d in read_docs(source):
             writer.write(dict(d), fn(d))
         writer.close()
@@ -116,3 +118,58 @@ def test_prepare_stores_whole_documents_only_at_the_ends(tmp_path, core_corpus, 
 
 def manifest_docs_out(result: Path) -> int:
     return json.loads((result / "stats.json").read_text())["docs_out"]
+
+
+def _upper(doc, ctx):
+    doc["text"] = doc["text"].upper()
+    return doc
+
+
+def _cut_first_line(doc, ctx):
+    if doc["text"].startswith("DROP"):
+        ctx.drop(doc["id"], "drop_me")
+        return None
+    doc["text"] = doc["text"].split("\n", 1)[-1]
+    return doc
+
+
+def _count(doc, ctx):
+    ctx.note("seen", "docs")
+    return doc
+
+
+def test_a_run_of_steps_reruns_from_the_first_step_not_cached(tmp_path):
+    """Three steps through each unit in one task: their results are each step's own, and a unit whose middle
+    result is gone reruns from there while the other unit is read from cache."""
+    from scratchlm.data.step import Corpus, DocumentRun, DocumentStep
+    from scratchlm.data.step_runner import StepRunner
+    from scratchlm.data.units import Unit, UnitFile
+    from scratchlm.executor import LocalExecutor
+
+    units = []
+    for i in range(2):
+        path = tmp_path / f"in{i}.jsonl"
+        path.write_text("".join(json.dumps({"text": f"{'drop' if k == 3 else 'head'} {k}\nbody {i} {k}\n"}) + "\n"
+                                for k in range(6)))
+        units.append(Unit("s", "web", "text", i, (UnitFile(str(path), f"s/in{i}", "jsonl"),), f"key{i}", 100))
+    steps = DocumentRun((DocumentStep("upper", _upper), DocumentStep("cut", _cut_first_line),
+                         DocumentStep("count", _count, writes_docs=False)))
+    corpus = Corpus(config_from_dict({"data": {"min_chars": 1, "sources": [{"name": "s", "domain": "web", "path": str(path)}]}}))
+
+    def run():
+        runner = StepRunner(units, tmp_path / "cache", LocalExecutor(1))
+        from scratchlm.data.read_step import READ
+        READ.run(runner, corpus)
+        steps.run(runner, corpus)
+        return runner
+
+    first = run()
+    want = [[f"BODY {i} {k}" for k in range(6) if k != 3] for i in range(2)]  # read strips the text
+    assert [[d["text"] for _, d in first.iter_docs([u])] for u in units] == want
+    assert first.stats["cut"]["s-00000"]["dropped"] == {"drop_me": 1}
+    assert first.stats["count"]["s-00001"]["notes"] == {"seen": {"docs": 5}}
+    shutil.rmtree(first.outputs["upper"]["s-00000"])
+    again = run()
+    assert again.cached == {"read": 2, "upper": 1, "cut": 1, "count": 1}
+    assert [[d["text"] for _, d in again.iter_docs([u])] for u in units] == want
+    assert again.stats == first.stats

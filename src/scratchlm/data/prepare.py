@@ -25,6 +25,9 @@ step after them applies:
   draw_validation, split     validation drawn per domain from the clean, deduplicated corpus,   split_step.py
                              within val_max_share of its characters (val_split.py)
 
+Consecutive document steps run together: each unit goes through all of them in one worker task, a document
+through one step after the other (step_worker.py), each step keeping its own cached result.
+
 Order matters: copies go first, decided on the text as read (rules that count lines across documents would
 otherwise see every line of a copied page as template and cut them all, in every copy); the validation split is
 drawn from the *cleaned, deduplicated* corpus, so validation and training come from the same distribution and
@@ -50,7 +53,7 @@ from .profile_step import CHOOSE_PROFILES
 from .quality_step import PROMO, QUALITY
 from .read_step import READ
 from .split_step import DRAW_VALIDATION, SPLIT
-from .step import Corpus, Step
+from .step import Corpus, Step, in_runs
 from .step_runner import StepRunner
 from .token_estimate import SizeEstimate
 from .units import plan_units
@@ -75,7 +78,7 @@ def prepare_data(cfg: Config, out: Path, size: SizeEstimate) -> dict:
     units = plan_units(cfg, DigestCache(cfg.workdir / ".digests.json"))
     run = StepRunner(units, cfg.workdir / "data" / "cache", data_executor(cfg))
     try:
-        for step in STEPS:
+        for step in in_runs(STEPS):  # consecutive document steps go through each unit together
             step.run(run, corpus)
         train_files, val_summary = run.timed("write", write_outputs, run, out)
         ledger_counts = run.timed("ledger", merge_ledgers, run, out)

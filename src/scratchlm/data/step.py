@@ -86,9 +86,36 @@ class DocumentStep:
         return not (self.skip and self.skip in corpus.data.skip) and self.applies(corpus, unit)
 
     def run(self, runner: StepRunner, corpus: Corpus) -> None:
-        runner.local(self, corpus)
-        if self.after:
-            self.after(runner, corpus)
+        DocumentRun((self,)).run(runner, corpus)
+
+
+@dataclass(frozen=True)
+class DocumentRun:
+    """Document steps with no corpus step between them: each unit goes through all of them in one worker task,
+    each document through every step in turn (step_worker.py). Their results, counts and keys are each step's
+    own, as if they had run one by one."""
+    steps: tuple[DocumentStep, ...]
+
+    @property
+    def name(self) -> str:
+        return "+".join(s.name for s in self.steps)
+
+    def run(self, runner: StepRunner, corpus: Corpus) -> None:
+        runner.local(list(self.steps), corpus)
+        for step in self.steps:
+            if step.after:
+                step.after(runner, corpus)
+
+
+def in_runs(steps: tuple[Step, ...]) -> list[Step]:
+    """`steps` with each stretch of consecutive document steps made one DocumentRun."""
+    out: list[Step] = []
+    for step in steps:
+        if isinstance(step, DocumentStep) and out and isinstance(out[-1], DocumentRun):
+            out[-1] = DocumentRun(out[-1].steps + (step,))
+        else:
+            out.append(DocumentRun((step,)) if isinstance(step, DocumentStep) else step)
+    return out
 
 
 @dataclass

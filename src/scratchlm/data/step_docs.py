@@ -92,8 +92,8 @@ def apply(doc: dict, line: str) -> dict | None:
 class ChangeWriter:
     """Writes a step's change lines into its result directory, with the input it is read against."""
 
-    def __init__(self, directory: Path, source: Path):
-        write_json(directory / INPUT, {"input": input_chain(source)})
+    def __init__(self, directory: Path, chain: list[str]):
+        write_json(directory / INPUT, {"input": chain})
         self._out = zstandard.ZstdCompressor(level=1).stream_writer(open(directory / CHANGES, "wb"))
 
     def write(self, before: dict, after: dict | None) -> None:
@@ -104,11 +104,11 @@ class ChangeWriter:
 
 
 def input_chain(source: Path) -> list[str]:
-    """The directories a step reading `source` rebuilds its input from, relative to the cache: the whole
-    documents first, then every step's changes in order, `source` last."""
+    """The directories a step reading the finished result `source` rebuilds its input from, relative to the
+    cache: the whole documents first, then every step's changes in order, `source` last."""
     if (source / DOCS).exists():
-        return [_relative(source)]
-    return read_json(source / INPUT)["input"] + [_relative(source)]
+        return [relative(source)]
+    return read_json(source / INPUT)["input"] + [relative(source)]
 
 
 def whole_size(result: Path) -> int:
@@ -141,5 +141,5 @@ def read_docs(result: Path) -> Iterator[dict]:
             yield doc
 
 
-def _relative(result: Path) -> str:
+def relative(result: Path) -> str:
     return f"{result.parent.name}/{result.name}"

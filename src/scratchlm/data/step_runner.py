@@ -26,7 +26,7 @@ from ..progress import bar, log
 from .step import Corpus, CorpusContext, CorpusStep, Decided, DocumentStep
 from .step_cache import filling, remove_stale_temps
 from .step_docs import read_docs
-from .step_worker import STATS, LocalTask, run_local_task
+from .step_worker import STATS, LocalTask, StepTask, run_local_task
 from .units import Unit
 
 CACHE_VERSION = f"{__version__}/10"  # bump when a step's code changes what it produces: old results are not reused
@@ -74,35 +74,47 @@ class StepRunner:
         # step -> this process's peak resident memory when it ended; "start": before the first
         self.peak_mib: dict[str, float] = {"start": peak_rss_mib()}
 
-    def local(self, step: DocumentStep, corpus: Corpus | None = None) -> None:
-        """Run `step` over every document of every unit it runs on; other units pass through."""
+    def local(self, steps: list[DocumentStep], corpus: Corpus | None = None) -> None:
+        """Run a run of document steps over every document of every unit they run on, each unit through all of
+        them in one task (step_worker.py); other units pass through. A step whose result is cached is read from
+        cache, unless a step before it on the unit reruns: then it reruns too, as part of that unit's task."""
         t0 = time.time()
-        tasks, self.outputs[step.name], self.stats[step.name] = [], {}, {}
-        self.cached[step.name] = 0
+        for step in steps:
+            self.outputs[step.name], self.stats[step.name], self.cached[step.name] = {}, {}, 0
+        tasks = []
         for u in self.units:
-            if not step.runs_on(corpus, u):
-                continue
-            settings = step.settings(corpus, u) if step.settings else None
-            state = step.state(corpus, u) if step.state else None
-            key = content_id(CACHE_VERSION, self.keys[u.name], step.name, settings, state, sorted(u.skip_rules))
-            out = self.cache / step.name / key
-            self.outputs[step.name][u.name] = out
-            if (out / STATS).exists():
-                self.stats[step.name][u.name] = read_json(out / STATS)
-                self.cached[step.name] += 1
-            else:
-                tasks.append(LocalTask(step.name, u, step.fn, step.finish, settings, state, self.docs[u.name], out,
-                                       step.writes_docs, step.whole))
+            source, todo = self.docs[u.name], []
+            for step in steps:
+                if not step.runs_on(corpus, u):
+                    continue
+                settings = step.settings(corpus, u) if step.settings else None
+                state = step.state(corpus, u) if step.state else None
+                key = content_id(CACHE_VERSION, self.keys[u.name], step.name, settings, state, sorted(u.skip_rules))
+                out = self.cache / step.name / key
+                self.outputs[step.name][u.name] = out
+                if todo or not (out / STATS).exists():
+                    todo.append(StepTask(step.name, step.fn, step.finish, settings, state, out, step.writes_docs,
+                                         step.whole))
+                else:
+                    self.stats[step.name][u.name] = read_json(out / STATS)
+                    self.cached[step.name] += 1
+                    source = out if step.writes_docs else source
+                if step.writes_docs:
+                    self.keys[u.name] = key
+            if todo:
+                tasks.append(LocalTask(u, source, todo))
+        seconds = dict.fromkeys((s.name for s in steps), 0.0)
+        for task, results in zip(tasks, self._map(tasks, "+".join(s.name for s in steps))):
+            for spec, stats in zip(task.steps, results):
+                seconds[spec.step] += stats.pop("seconds")
+                self.stats[spec.step][task.unit.name] = stats
+        for step in steps:
             if step.writes_docs:
-                self.keys[u.name] = key
-        for task, stats in zip(tasks, self._map(tasks, step.name)):
-            self.stats[step.name][task.unit.name] = stats
-        if step.writes_docs:
-            self.docs.update(self.outputs[step.name])
-        else:
-            self.observers.add(step.name)
-        self.steps.append(step.name)
-        self._measured(step.name, t0)
+                self.docs.update(self.outputs[step.name])
+            else:
+                self.observers.add(step.name)
+            self.steps.append(step.name)
+        self._measured([s.name for s in steps], t0, seconds)
 
     def decide(self, step: CorpusStep, corpus: Corpus) -> None:
         """Run `step` once on the units it reads (once per source, for a per-source step), unless cached."""
@@ -124,24 +136,27 @@ class StepRunner:
                     write_json(tmp / RESULT, step.decide(CorpusContext(self, corpus, settings, units, tmp)))
             decided[group] = Decided(read_json(out / RESULT), f"{step.name}/{key}")
         corpus.decided[step.name] = decided
-        self._measured(step.name, t0)
+        self._measured([step.name], t0)
 
     def timed(self, name: str, fn: Callable, *args):
         """Run one of the stage's last jobs (writing the outputs, ...) and record its wall time."""
         t0 = time.time()
         result = fn(*args)
-        self._measured(name, t0)
+        self._measured([name], t0)
         return result
 
-    def _measured(self, name: str, t0: float) -> None:
+    def _measured(self, names: list[str], t0: float, worked: dict[str, float] | None = None) -> None:
         """Wall time, and the driver's peak memory so far: the step that raised it is the one that holds the
-        corpus-sized state (workers hold one unit each)."""
-        self.seconds[name] = time.time() - t0
-        self.peak_mib[name] = peak_rss_mib()
+        corpus-sized state (workers hold one unit each). Steps that ran together share the wall time in
+        proportion to the seconds their functions took in the workers (`worked`), evenly if none did."""
+        wall, total = time.time() - t0, sum((worked or {}).values())
+        for name in names:
+            self.seconds[name] = wall * (worked[name] / total if total else 1 / len(names))
+            self.peak_mib[name] = peak_rss_mib()
         release_free_memory()
 
-    def _map(self, tasks: list[LocalTask], step: str) -> Iterator[dict]:
-        return bar(self.executor.imap(run_local_task, tasks), total=len(tasks), desc=step, unit="unit")
+    def _map(self, tasks: list[LocalTask], desc: str) -> Iterator[list[dict]]:
+        return bar(self.executor.imap(run_local_task, tasks), total=len(tasks), desc=desc, unit="unit")
 
     def iter_docs(self, units: list[Unit] | None = None) -> Iterator[tuple[Unit, dict]]:
         """Every current document, unit by unit in input order (what a corpus step reads)."""

@@ -270,8 +270,21 @@ def _code_blocks(shapes: list[_Shape], body_indent: int) -> list[bool]:
     return out
 
 
+_last_parsed: tuple[str | None, list[Line]] = (None, [])
+
+
 def parse(text: str) -> list[Line]:
-    """The lines of `text` (split at "\\n"), each with its kind, its block and its unit."""
+    """The lines of `text` (split at "\\n"), each with its kind, its block and its unit. The last text's lines are
+    kept: the steps of a run (step_worker.py) and the helpers of one step parse the same text one after the other,
+    4.4 times per document on Debian documentation. So the list is shared: read it, never change it."""
+    global _last_parsed
+    if text == _last_parsed[0]:  # the same object, mostly: a compare by identity
+        return _last_parsed[1]
+    _last_parsed = (text, _parse(text))
+    return _last_parsed[1]
+
+
+def _parse(text: str) -> list[Line]:
     raw = text.split("\n")
     shapes = [_shape(line) for line in raw]
     wrap_width = wrap_width_of(raw)
