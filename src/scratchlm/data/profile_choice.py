@@ -11,6 +11,8 @@ like documentation gets `technical`; web pages, articles and other prose keep th
 """
 from __future__ import annotations
 
+from itertools import islice
+
 from ..config import SourceConfig
 from .clean.structure import BLANK, CODE, HEADING, NOT_A_WORD, OPTION, TABLE, parse
 from .step_runner import StepRunner
@@ -50,13 +52,11 @@ def choose_profiles(run: StepRunner, sources: dict[str, SourceConfig]) -> dict[s
             continue
         units = [u for u in run.units if u.source == name]
         picked = [units[(i * len(units)) // SAMPLE_UNITS] for i in range(min(SAMPLE_UNITS, len(units)))]
-        sampled = technical = 0
-        for unit in picked:
-            for k, (_, doc) in enumerate(run.iter_docs([unit])):
-                if k >= SAMPLE_DOCS // len(picked):
-                    break
-                sampled += 1
-                technical += looks_technical(doc["text"])
+        per_unit = SAMPLE_DOCS // len(picked)
+        sample = (doc["text"] for unit in picked for _, doc in islice(run.iter_docs([unit]), per_unit))
+        # judged in the workers, a few at a time: 200 long changelogs took 7 s to parse in the main process
+        verdicts = list(run.executor.imap(looks_technical, sample))
+        sampled, technical = len(verdicts), sum(verdicts)
         profile = "technical" if sampled and technical >= TECHNICAL_DOCS * sampled else "prose"
         out[name] = {"profile": profile, "sampled": sampled, "technical": technical}
     return out

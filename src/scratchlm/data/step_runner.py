@@ -1,5 +1,5 @@
-"""Runs the prepare stage's steps (step.py): document steps in parallel over work units, corpus steps once; all
-cached, resumable, fully accounted.
+"""Runs the prepare stage's steps (step.py): document steps in parallel over work units (consecutive ones
+together, a unit through all of them in one task), corpus steps once; all cached, resumable, fully accounted.
 
 A document step's result on a unit is stored under `<workdir>/data/cache/<step>/<key>/`, where the key hashes
 the unit's previous key, the step's settings for the unit and its state (its share of a corpus step's
@@ -75,9 +75,9 @@ class StepRunner:
         self.peak_mib: dict[str, float] = {"start": peak_rss_mib()}
 
     def local(self, steps: list[DocumentStep], corpus: Corpus | None = None) -> None:
-        """Run a run of document steps over every document of every unit they run on, each unit through all of
-        them in one task (step_worker.py); other units pass through. A step whose result is cached is read from
-        cache, unless a step before it on the unit reruns: then it reruns too, as part of that unit's task."""
+        """Run consecutive document steps over every document of every unit they run on, each unit through all
+        of them in one task (step_worker.py); other units pass through. A step whose result is cached is read
+        from cache, unless a step before it on the unit reruns: then it reruns too, in that unit's task."""
         t0 = time.time()
         for step in steps:
             self.outputs[step.name], self.stats[step.name], self.cached[step.name] = {}, {}, 0
