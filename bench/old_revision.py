@@ -1,5 +1,6 @@
-"""A module of this repository as it was at an older git revision, imported beside the work tree's own, so a
-bench can run the old and the new code side by side in one process."""
+"""This repository's code as it was at a git revision: one module imported beside the work tree's own, so a bench
+can run the old and the new code side by side in one process, or the whole `src` folder, to run in a
+subprocess."""
 from __future__ import annotations
 
 import importlib.util
@@ -24,3 +25,17 @@ def module_at(rev: str, path: str, name: str, source_file: str | None = None):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def src_at(rev: str, root: Path) -> tuple[Path, str]:
+    """(the `src` folder of `rev`, unpacked by `git archive` under root/src-<rev> once, and rev's short name).
+    A run from it cannot see what is being edited in the work tree meanwhile."""
+    short = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    dest = Path(root) / f"src-{short}"
+    if not (dest / "src" / "scratchlm").exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", short, "src"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest / "src", short
