@@ -141,6 +141,7 @@ def _count(doc, ctx):
 def test_a_run_of_steps_reruns_from_the_first_step_not_cached(tmp_path):
     """Three steps through each unit in one task: their results are each step's own, and a unit whose middle
     result is gone reruns from there while the other unit is read from cache."""
+    from scratchlm.data.read_step import READ
     from scratchlm.data.step import Corpus, DocumentRun, DocumentStep
     from scratchlm.data.step_runner import StepRunner
     from scratchlm.data.units import Unit, UnitFile
@@ -154,11 +155,11 @@ def test_a_run_of_steps_reruns_from_the_first_step_not_cached(tmp_path):
         units.append(Unit("s", "web", "text", i, (UnitFile(str(path), f"s/in{i}", "jsonl"),), f"key{i}", 100))
     steps = DocumentRun((DocumentStep("upper", _upper), DocumentStep("cut", _cut_first_line),
                          DocumentStep("count", _count, writes_docs=False)))
-    corpus = Corpus(config_from_dict({"data": {"min_chars": 1, "sources": [{"name": "s", "domain": "web", "path": str(path)}]}}))
+    source = {"name": "s", "domain": "web", "path": str(path)}
+    corpus = Corpus(config_from_dict({"data": {"min_chars": 1, "sources": [source]}}))
 
     def run():
         runner = StepRunner(units, tmp_path / "cache", LocalExecutor(1))
-        from scratchlm.data.read_step import READ
         READ.run(runner, corpus)
         steps.run(runner, corpus)
         return runner

@@ -13,8 +13,9 @@ Every step has
 The two kinds differ in what they read:
 - a DocumentStep maps each document of a work unit to the document (maybe edited) or to nothing (dropped, with
   the rule in the ledger), in worker processes. It may edit the document's fields in place, but sets a nested
-  value anew rather than changing it: what it changed is found by comparing the fields (step_docs.py). Its input is the unit's current documents, so its key chains
-  the unit's previous key, and its `state`: the unit's share of what a corpus step decided;
+  value anew rather than changing it: what it changed is found by comparing the fields (step_docs.py). Its
+  input is the unit's current documents, so its key chains the unit's previous key, and its `state`: the unit's
+  share of what a corpus step decided;
 - a CorpusStep needs every document at once (or every one of a source, `per_source`): it reads its units'
   outputs, decides once, and stores result.json, with any files beside it, for a DocumentStep to apply. Its
   input is the keys of every unit it reads.
