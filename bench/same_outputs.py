@@ -32,6 +32,7 @@ sys.path.insert(0, str(BENCH))
 
 from old_revision import src_at  # noqa: E402
 from scratchlm.data.jsonl import read_lines  # noqa: E402
+from scratchlm.toml_text import toml_value  # noqa: E402
 
 VOLATILE = ("seconds", "peak_mib", "created", "units", "steps")  # timings, dates, cache paths
 # the manifest's size and hash of each file: stats.json's change with its timings; every other file is compared
@@ -41,16 +42,25 @@ FILE_FACTS = ("bytes", "xxh3")
 def side_config(config: Path, workdir: Path) -> Path:
     """The config with its workdir replaced and its sources' paths absolute, written beside the workdir."""
     raw = tomllib.loads(config.read_text())
+    raw.setdefault("run", {})["workdir"] = str(workdir)
     for source in raw.get("data", {}).get("sources", []):
         source["path"] = str((config.parent / source["path"]).resolve())
-    lines = [f'[run]\nworkdir = "{workdir}"\n']
-    data = {k: v for k, v in raw.get("data", {}).items() if k != "sources"}
-    lines.append("[data]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in data.items()))
-    for source in raw.get("data", {}).get("sources", []):
-        lines.append("[[data.sources]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in source.items()))
+    lines = []
+    for section, table in raw.items():  # every top-level key of a scratchlm config is a table
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in table.items() if not _tables(v)]
+        for key, tables in ((k, v) for k, v in table.items() if _tables(v)):
+            for entry in tables:
+                lines += ["", f"[[{section}.{key}]]"] + [f"{k} = {toml_value(v)}" for k, v in entry.items()]
+        lines.append("")
     path = workdir.parent / f"{workdir.name}.toml"
     path.write_text("\n".join(lines))
     return path
+
+
+def _tables(value) -> bool:
+    """An array of tables (`[[data.sources]]`), written as one."""
+    return isinstance(value, list) and bool(value) and all(isinstance(x, dict) for x in value)
 
 
 def prepare(src: Path, config: Path, workdir: Path) -> float:
