@@ -175,8 +175,9 @@ class CopyPool:
             self.overflow.add(owner)
 
     def near_copies(self, chosen: dict[str, dict[str, int]]) -> dict[str, dict] | None:
-        """near_copies of the texts validation would hold of the draw `chosen` (_held_texts in split_step.py),
-        scanned over the corpus, the same mapping in the same order; None when the draw reached past the pool."""
+        """near_copies of the texts validation would hold of the draw `chosen` (the whole text, or the tail
+        split_validation cuts), scanned over the corpus: the same mapping in the same order (the loop it replaced is
+        kept in tests/test_validation_guard_pool.py to check that); None when the draw reached past the pool."""
         held: list[tuple[int, str, Key]] = []  # (position, doc id, text), in corpus order as the scan's index
         for picked in chosen.values():
             for doc_id, budget in picked.items():
